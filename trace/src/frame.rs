@@ -1,0 +1,90 @@
+//! Framing: how batches of events and the header are laid out in the byte stream.
+//!
+//! ```text
+//! preamble: MAGIC[8] version:u32 header_len:u32 header_crc:u32 header[header_len]
+//! frame:    0xF7 flags:u8 stored_len:u32 raw_len:u32 crc:u32 payload[stored_len]
+//! payload:  (dt:i64 tid:u32 record)*   bincode varints; dt is the time since the previous event
+//!                                      of the frame (the first one's is from 0)
+//! ```
+//! All fixed-width integers are little-endian. `crc` is the CRC-32 of the payload as stored.
+use bincode::Options;
+use serde::{Deserialize, Serialize};
+
+use crate::record::Record;
+
+/// The byte that opens every frame.
+pub const FRAME_MARKER: u8 = 0xF7;
+/// Frame flag: the payload is zstd-compressed.
+pub const FLAG_ZSTD: u8 = 1;
+/// Bytes of a frame before its payload.
+pub const FRAME_HEADER_LEN: usize = 14;
+/// The largest payload a frame may hold, stored or raw; anything larger is corruption.
+pub const MAX_FRAME_LEN: u32 = 64 << 20;
+/// Bytes of the preamble before the header.
+pub const PREAMBLE_LEN: usize = 20;
+
+/// The bincode options used for every payload: varints, little-endian, bounded.
+pub fn codec(limit: u64) -> impl Options {
+    bincode::DefaultOptions::new()
+        .with_varint_encoding()
+        .with_little_endian()
+        .allow_trailing_bytes()
+        .with_limit(limit)
+}
+
+/// One event as it is stored.
+#[derive(Serialize)]
+pub struct WireRef<'a>(pub i64, pub u32, pub &'a Record);
+
+/// One event as it is read back.
+#[derive(Deserialize)]
+pub struct WireOwned(pub i64, pub u32, pub Record);
+
+/// The fixed part of a frame.
+pub struct FrameHeader {
+    pub flags: u8,
+    pub stored_len: u32,
+    pub raw_len: u32,
+    pub crc: u32,
+}
+
+impl FrameHeader {
+    pub fn encode(&self) -> [u8; FRAME_HEADER_LEN] {
+        let mut b = [0u8; FRAME_HEADER_LEN];
+        b[0] = FRAME_MARKER;
+        b[1] = self.flags;
+        b[2..6].copy_from_slice(&self.stored_len.to_le_bytes());
+        b[6..10].copy_from_slice(&self.raw_len.to_le_bytes());
+        b[10..14].copy_from_slice(&self.crc.to_le_bytes());
+        b
+    }
+
+    /// Parses and validates the fixed part; the error says what is wrong.
+    pub fn decode(b: &[u8; FRAME_HEADER_LEN]) -> Result<Self, String> {
+        if b[0] != FRAME_MARKER {
+            return Err(format!(
+                "expected a frame marker 0x{FRAME_MARKER:02x}, found 0x{:02x}",
+                b[0]
+            ));
+        }
+        let h = FrameHeader {
+            flags: b[1],
+            stored_len: u32::from_le_bytes([b[2], b[3], b[4], b[5]]),
+            raw_len: u32::from_le_bytes([b[6], b[7], b[8], b[9]]),
+            crc: u32::from_le_bytes([b[10], b[11], b[12], b[13]]),
+        };
+        if h.flags & !FLAG_ZSTD != 0 {
+            return Err(format!("unknown frame flags 0x{:02x}", h.flags));
+        }
+        if h.stored_len > MAX_FRAME_LEN || h.raw_len > MAX_FRAME_LEN {
+            return Err(format!(
+                "a frame claims {} stored and {} raw bytes, more than the {} a frame may hold",
+                h.stored_len, h.raw_len, MAX_FRAME_LEN
+            ));
+        }
+        if h.flags & FLAG_ZSTD == 0 && h.stored_len != h.raw_len {
+            return Err("an uncompressed frame's stored and raw lengths differ".into());
+        }
+        Ok(h)
+    }
+}

@@ -1,0 +1,38 @@
+//! The memshim trace format: the contract between the shim that records and the CLI that reports.
+//!
+//! A trace file is a [`Header`] behind a magic and a format version, then a stream of self-delimiting
+//! frames. Each frame holds a batch of [`Event`]s, encoded with bincode (varints, times as deltas within
+//! the frame), optionally zstd-compressed, and protected by a CRC-32. Frames are written whole, so a
+//! process killed mid-run leaves at worst a torn last frame, which the [`TraceReader`] treats as the
+//! normal end of a truncated trace.
+//!
+//! This crate does no I/O of its own: it writes to any [`std::io::Write`] and reads from any
+//! [`std::io::Read`]. It has no `unsafe` code and depends on neither the shim nor the CLI.
+//!
+//! Compatibility: the format is versioned by [`FORMAT_VERSION`]. Changes are additive (new record kinds
+//! and fields bump the version); the reader reads every version up to its own and rejects a newer one
+//! with an error that names both.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod error;
+mod frame;
+mod header;
+mod reader;
+mod record;
+mod writer;
+
+pub use error::Error;
+pub use header::{Clock, Header, FORMAT_VERSION, MAGIC};
+pub use reader::TraceReader;
+pub use record::{
+    Alloc, AllocFn, End, EndReason, Event, Free, Map, MapFn, Module, ModuleUnload, Note, Record,
+    ReallocFailed, Segment, StackDef, SymFrame, Symbol, Unmap,
+};
+pub use writer::TraceWriter;
+
+/// The file extension of memshim traces, without the dot.
+pub const FILE_EXTENSION: &str = "mshim";
+
+#[cfg(test)]
+mod tests;

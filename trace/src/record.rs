@@ -1,0 +1,224 @@
+//! The records a trace holds. Every record travels inside an [`Event`] with its time and thread.
+//!
+//! Stacks are referred to by small ids; a [`StackDef`] gives an id its frames. A stack may be defined
+//! after the first event that uses it (threads race to the writer), so readers resolve ids at the end.
+use serde::{Deserialize, Serialize};
+
+/// One timestamped record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// When it happened: nanoseconds on the header's clock.
+    pub t: u64,
+    /// The kernel thread id that made the call (0 for records that belong to no thread).
+    pub tid: u32,
+    /// What happened.
+    pub record: Record,
+}
+
+/// Everything a trace can say.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Record {
+    /// A host heap allocation succeeded.
+    Alloc(Alloc),
+    /// A host heap block is about to be freed (recorded before the real free, so a reused address is
+    /// never paired with the wrong block).
+    Free(Free),
+    /// A realloc whose free half was already recorded failed: the old block is still live.
+    ReallocFailed(ReallocFailed),
+    /// An anonymous memory mapping was created (mmap) or moved (mremap).
+    Map(Map),
+    /// A range was unmapped.
+    Unmap(Unmap),
+    /// The frames of a stack id.
+    Stack(StackDef),
+    /// A loaded object (executable or shared library) was found in the process.
+    ModuleLoad(Module),
+    /// A loaded object is gone.
+    ModuleUnload(ModuleUnload),
+    /// Symbols the shim resolved in-process for some return addresses.
+    Symbols(Vec<Symbol>),
+    /// Events the shim could not record so far (a running total).
+    Dropped(u64),
+    /// A message from the shim about itself (why tracing stopped, what it could not do).
+    Note(Note),
+    /// The shim closed the trace in an orderly way. A trace without it is truncated.
+    End(End),
+}
+
+/// Which allocation function was called.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AllocFn {
+    /// `malloc`.
+    Malloc,
+    /// `calloc`.
+    Calloc,
+    /// `realloc` (the new block).
+    Realloc,
+    /// `reallocarray` (the new block).
+    Reallocarray,
+    /// `posix_memalign`.
+    PosixMemalign,
+    /// `aligned_alloc`.
+    AlignedAlloc,
+    /// `memalign`.
+    Memalign,
+    /// `valloc`.
+    Valloc,
+    /// `pvalloc`.
+    Pvalloc,
+}
+
+/// A host heap allocation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Alloc {
+    /// The function called.
+    pub func: AllocFn,
+    /// The address returned.
+    pub addr: u64,
+    /// The size requested, in bytes.
+    pub size: u64,
+    /// The stack id of the call.
+    pub stack: u32,
+}
+
+/// A host heap free.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Free {
+    /// The address freed.
+    pub addr: u64,
+    /// True when this is the free half of a realloc.
+    pub realloc: bool,
+}
+
+/// A failed realloc: the block at `addr` stays live.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReallocFailed {
+    /// The old block's address.
+    pub addr: u64,
+}
+
+/// Which mapping call created a range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum MapFn {
+    /// `mmap` (or `mmap64`).
+    Mmap,
+    /// `mremap` (the new range).
+    Mremap,
+}
+
+/// An anonymous mapping.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Map {
+    /// The function called.
+    pub func: MapFn,
+    /// Start of the range.
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// `PROT_*` bits.
+    pub prot: u32,
+    /// `MAP_*` bits.
+    pub flags: u32,
+    /// The stack id of the call.
+    pub stack: u32,
+}
+
+/// An unmapped range.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unmap {
+    /// Start of the range.
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: u64,
+}
+
+/// The frames of one stack: return addresses, innermost first, the shim's own frames removed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackDef {
+    /// The id events use.
+    pub id: u32,
+    /// Return addresses, innermost first.
+    pub frames: Vec<u64>,
+}
+
+/// A loaded segment of a module, in the process's addresses.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Segment {
+    /// First address.
+    pub start: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// True for executable segments.
+    pub exec: bool,
+}
+
+/// A loaded object: enough to symbolize its addresses offline.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Module {
+    /// The path it was loaded from.
+    pub path: String,
+    /// The load bias: process address minus the address in the file.
+    pub base: u64,
+    /// The GNU build id, empty when the object has none.
+    pub build_id: Vec<u8>,
+    /// Its loaded segments.
+    pub segments: Vec<Segment>,
+}
+
+/// A module that was unloaded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleUnload {
+    /// The path it was loaded from.
+    pub path: String,
+    /// Its load bias.
+    pub base: u64,
+}
+
+/// One source-level frame of a symbolized address (inlined calls give several).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SymFrame {
+    /// Demangled function name.
+    pub function: Option<String>,
+    /// Source file.
+    pub file: Option<String>,
+    /// Source line, 0 when unknown.
+    pub line: u32,
+}
+
+/// What a return address resolved to, innermost inlined frame first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Symbol {
+    /// The return address as it appears in stacks.
+    pub addr: u64,
+    /// Its frames, innermost first; empty when nothing was found.
+    pub frames: Vec<SymFrame>,
+}
+
+/// A note from the shim.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Note {
+    /// The note, a whole sentence.
+    pub text: String,
+}
+
+/// How the trace ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EndReason {
+    /// The process exited normally (`exit` or return from `main`).
+    Exit,
+    /// The process called `_exit` or `_Exit`.
+    QuickExit,
+    /// The process replaced itself with `exec`.
+    Exec,
+    /// The shim stopped tracing because of an internal failure (see the notes).
+    Failure,
+}
+
+/// The orderly end of a trace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct End {
+    /// Why the trace ended.
+    pub reason: EndReason,
+    /// Events the shim could not record.
+    pub dropped_events: u64,
+}

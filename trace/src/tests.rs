@@ -1,0 +1,185 @@
+//! Round trips, and every way a trace can be damaged: empty, cut at any byte, overwritten.
+use crate::*;
+
+fn header() -> Header {
+    Header {
+        pid: 42,
+        ppid: 1,
+        exe: "/bin/prog".into(),
+        argv: vec!["prog".into(), "--flag".into()],
+        hostname: "host".into(),
+        start_unix_ns: 1_700_000_000_000_000_000,
+        clock: Clock::Monotonic,
+        clock_start_ns: 5_000,
+        page_size: 4096,
+        shim_version: "0.1.0".into(),
+        stack_depth: 64,
+        forked: false,
+    }
+}
+
+fn events() -> Vec<Event> {
+    events_n(2000)
+}
+
+fn events_n(n: u64) -> Vec<Event> {
+    let mut v = vec![Event {
+        t: 5_000,
+        tid: 0,
+        record: Record::Stack(StackDef {
+            id: 0,
+            frames: vec![0x5555_0000_1234, 0x7fff_0000_0042],
+        }),
+    }];
+    for i in 0..n {
+        v.push(Event {
+            // Not monotonic on purpose: threads reach the writer out of time order.
+            t: 10_000 + i * 7 - (i % 3) * 5,
+            tid: 100 + (i % 4) as u32,
+            record: Record::Alloc(Alloc {
+                func: AllocFn::Malloc,
+                addr: 0x5555_0000_0000 + i * 64,
+                size: i % 300,
+                stack: 0,
+            }),
+        });
+        if i % 2 == 0 {
+            v.push(Event {
+                t: 10_001 + i * 7,
+                tid: 100,
+                record: Record::Free(Free {
+                    addr: 0x5555_0000_0000 + i * 64,
+                    realloc: false,
+                }),
+            });
+        }
+    }
+    v.push(Event {
+        t: 99_999,
+        tid: 0,
+        record: Record::End(End {
+            reason: EndReason::Exit,
+            dropped_events: 0,
+        }),
+    });
+    v
+}
+
+fn write(level: Option<i32>, frame_every: usize) -> Vec<u8> {
+    write_events(&events(), level, frame_every)
+}
+
+fn write_events(events: &[Event], level: Option<i32>, frame_every: usize) -> Vec<u8> {
+    let mut w = TraceWriter::new(Vec::new(), &header(), level).unwrap();
+    for (i, ev) in events.iter().enumerate() {
+        w.push(ev).unwrap();
+        if i % frame_every == frame_every - 1 {
+            w.flush_frame().unwrap();
+        }
+    }
+    w.finish().unwrap()
+}
+
+fn read_all(bytes: &[u8]) -> Result<(Vec<Event>, bool), Error> {
+    let mut r = TraceReader::new(bytes)?;
+    let mut out = Vec::new();
+    while let Some(ev) = r.next_event()? {
+        out.push(ev);
+    }
+    Ok((out, r.truncated()))
+}
+
+#[test]
+fn round_trip_plain_and_compressed() {
+    for level in [None, Some(3)] {
+        let bytes = write(level, 500);
+        let (got, truncated) = read_all(&bytes).unwrap();
+        assert_eq!(got, events());
+        assert!(!truncated);
+        assert_eq!(TraceReader::new(&bytes[..]).unwrap().header(), &header());
+    }
+}
+
+#[test]
+fn empty_input_is_a_clear_error() {
+    let err = read_all(&[]).err().unwrap();
+    assert!(matches!(err, Error::Empty), "{err}");
+    assert!(err.to_string().contains("empty"));
+}
+
+#[test]
+fn foreign_file_is_rejected() {
+    let err = read_all(b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\0\0\0\0\0")
+        .err()
+        .unwrap();
+    assert!(matches!(err, Error::NotATrace { .. }), "{err}");
+    assert!(err.to_string().contains("not a memshim trace"));
+}
+
+#[test]
+fn newer_version_names_both_versions() {
+    let mut bytes = write(None, 100);
+    bytes[8..12].copy_from_slice(&7u32.to_le_bytes());
+    let err = read_all(&bytes).err().unwrap();
+    let msg = err.to_string();
+    assert!(msg.contains("version 7") && msg.contains("versions 1 to 1"), "{msg}");
+}
+
+#[test]
+fn cut_at_every_byte_never_panics_and_keeps_whole_frames() {
+    for level in [None, Some(1)] {
+        let full = events_n(200);
+        let bytes = write_events(&full, level, 60);
+        let header_end = TraceReader::new(&bytes[..]).unwrap().offset() as usize;
+        for cut in 0..bytes.len() {
+            match read_all(&bytes[..cut]) {
+                Ok((got, truncated)) => {
+                    assert!(cut >= header_end, "cut {cut} inside the header read fine");
+                    assert!(truncated, "cut at {cut} not marked truncated");
+                    assert_eq!(&full[..got.len()], &got[..], "cut at {cut}");
+                    // Whole frames only: a multiple of the frame size, or everything.
+                    assert!(got.len() % 60 == 0, "cut at {cut} gave {} events", got.len());
+                }
+                Err(e) => {
+                    assert!(cut < header_end, "cut at {cut} after the header failed: {e}");
+                    assert!(
+                        matches!(e, Error::Empty | Error::HeaderTruncated),
+                        "cut at {cut}: {e}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn garbage_in_a_frame_is_corruption_not_a_panic() {
+    let bytes = write(Some(3), 300);
+    let header_end = TraceReader::new(&bytes[..]).unwrap().offset() as usize;
+    let mut seed = 0x1234_5678_u32;
+    for start in (header_end..bytes.len()).step_by(37) {
+        let mut damaged = bytes.clone();
+        for b in damaged[start..(start + 16).min(bytes.len())].iter_mut() {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            *b ^= (seed >> 24) as u8 | 1;
+        }
+        match read_all(&damaged) {
+            Err(Error::CorruptFrame { offset, .. }) => assert!(offset as usize <= start),
+            Err(e) => panic!("damage at {start}: unexpected error {e}"),
+            // Damage to a length can make the last frame look torn; that is reported truncated.
+            Ok((_, truncated)) => assert!(truncated, "damage at {start} went unnoticed"),
+        }
+    }
+}
+
+#[test]
+fn stream_without_end_record_is_truncated() {
+    let mut w = TraceWriter::new(Vec::new(), &header(), None).unwrap();
+    for ev in events().iter().take(10) {
+        w.push(ev).unwrap();
+    }
+    let bytes = w.finish().unwrap();
+    let (got, truncated) = read_all(&bytes).unwrap();
+    assert_eq!(got.len(), 10);
+    assert!(truncated);
+}

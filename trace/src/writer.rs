@@ -1,0 +1,110 @@
+//! Writing a trace: the preamble once, then events batched into frames.
+use std::io::{self, Write};
+
+use bincode::Options;
+
+use crate::frame::{codec, FrameHeader, WireRef, FLAG_ZSTD, MAX_FRAME_LEN};
+use crate::header::{Header, FORMAT_VERSION, MAGIC};
+use crate::record::Event;
+
+/// Encodes events into frames and writes each frame whole with a single `write_all`.
+///
+/// The caller decides when a frame ends ([`TraceWriter::flush_frame`]); the shim does so at least every
+/// 100 ms and whenever [`TraceWriter::pending_bytes`] grows past its batch size.
+pub struct TraceWriter<W: Write> {
+    out: W,
+    raw: Vec<u8>,
+    frame: Vec<u8>,
+    last_t: u64,
+    zstd_level: Option<i32>,
+    compressor: Option<zstd::bulk::Compressor<'static>>,
+}
+
+impl<W: Write> TraceWriter<W> {
+    /// Writes the preamble and header to `out`. `zstd_level` of `None` stores frames uncompressed.
+    pub fn new(mut out: W, header: &Header, zstd_level: Option<i32>) -> io::Result<Self> {
+        let body = codec(u64::MAX)
+            .serialize(header)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        let mut pre = Vec::with_capacity(20 + body.len());
+        pre.extend_from_slice(&MAGIC);
+        pre.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        pre.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        pre.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        pre.extend_from_slice(&body);
+        out.write_all(&pre)?;
+        out.flush()?;
+        let compressor = match zstd_level {
+            Some(level) => Some(zstd::bulk::Compressor::new(level)?),
+            None => None,
+        };
+        Ok(TraceWriter {
+            out,
+            raw: Vec::with_capacity(1 << 16),
+            frame: Vec::new(),
+            last_t: 0,
+            zstd_level,
+            compressor,
+        })
+    }
+
+    /// Appends one event to the current frame.
+    pub fn push(&mut self, event: &Event) -> io::Result<()> {
+        // Reinterpreting the wrapped difference as i64 is exact for any two u64 times less than
+        // 2^63 ns (292 years) apart, and it round-trips in the reader with wrapping_add.
+        let dt = event.t.wrapping_sub(self.last_t) as i64;
+        self.last_t = event.t;
+        codec(u64::MAX)
+            .serialize_into(&mut self.raw, &WireRef(dt, event.tid, &event.record))
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        if self.raw.len() as u64 >= u64::from(MAX_FRAME_LEN) / 2 {
+            self.flush_frame()?;
+        }
+        Ok(())
+    }
+
+    /// Bytes encoded but not yet written.
+    pub fn pending_bytes(&self) -> usize {
+        self.raw.len()
+    }
+
+    /// Writes the pending events as one frame, if there are any.
+    pub fn flush_frame(&mut self) -> io::Result<()> {
+        if self.raw.is_empty() {
+            return Ok(());
+        }
+        let raw_len = self.raw.len() as u32;
+        let compressed = match self.compressor.as_mut() {
+            Some(c) => Some(c.compress(&self.raw)?),
+            None => None,
+        };
+        let (flags, stored) = match &compressed {
+            Some(bytes) => (FLAG_ZSTD, bytes.as_slice()),
+            None => (0, self.raw.as_slice()),
+        };
+        let header = FrameHeader {
+            flags,
+            stored_len: stored.len() as u32,
+            raw_len,
+            crc: crc32fast::hash(stored),
+        };
+        self.frame.clear();
+        self.frame.extend_from_slice(&header.encode());
+        self.frame.extend_from_slice(stored);
+        self.raw.clear();
+        self.last_t = 0;
+        self.out.write_all(&self.frame)?;
+        self.out.flush()
+    }
+
+    /// The compression level in use, if any.
+    pub fn zstd_level(&self) -> Option<i32> {
+        self.zstd_level
+    }
+
+    /// Flushes the last frame and gives back the output.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.flush_frame()?;
+        Ok(self.out)
+    }
+}
