@@ -26,8 +26,8 @@ pub use error::Error;
 pub use header::{Clock, Header, FORMAT_VERSION, MAGIC};
 pub use reader::TraceReader;
 pub use record::{
-    Alloc, AllocFn, End, EndReason, Event, Free, Map, MapFn, Module, ModuleUnload, Note, Record,
-    ReallocFailed, Segment, StackDef, SymFrame, Symbol, Unmap,
+    Alloc, AllocFn, End, EndReason, Event, Free, Map, MapFn, Module, ModuleUnload, Note,
+    ReallocFailed, Record, Segment, StackDef, SymFrame, Symbol, Unmap,
 };
 pub use writer::TraceWriter;
 

@@ -122,7 +122,10 @@ fn newer_version_names_both_versions() {
     bytes[8..12].copy_from_slice(&7u32.to_le_bytes());
     let err = read_all(&bytes).err().unwrap();
     let msg = err.to_string();
-    assert!(msg.contains("version 7") && msg.contains("versions 1 to 1"), "{msg}");
+    assert!(
+        msg.contains("version 7") && msg.contains("versions 1 to 1"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -138,10 +141,17 @@ fn cut_at_every_byte_never_panics_and_keeps_whole_frames() {
                     assert!(truncated, "cut at {cut} not marked truncated");
                     assert_eq!(&full[..got.len()], &got[..], "cut at {cut}");
                     // Whole frames only: a multiple of the frame size, or everything.
-                    assert!(got.len() % 60 == 0, "cut at {cut} gave {} events", got.len());
+                    assert!(
+                        got.len() % 60 == 0,
+                        "cut at {cut} gave {} events",
+                        got.len()
+                    );
                 }
                 Err(e) => {
-                    assert!(cut < header_end, "cut at {cut} after the header failed: {e}");
+                    assert!(
+                        cut < header_end,
+                        "cut at {cut} after the header failed: {e}"
+                    );
                     assert!(
                         matches!(e, Error::Empty | Error::HeaderTruncated),
                         "cut at {cut}: {e}"

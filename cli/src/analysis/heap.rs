@@ -1,0 +1,177 @@
+//! The host heap: live blocks, leaks by site at the end, peak live bytes and when it happened,
+//! allocation counts, and temporary allocations (freed before the same thread allocated anything
+//! else, as heaptrack defines them).
+use std::collections::HashMap;
+
+use memshim_trace::{Alloc, Free};
+
+use super::SiteStats;
+
+#[derive(Clone, Copy, Debug)]
+struct Block {
+    size: u64,
+    stack: u32,
+}
+
+/// The heap analysis state.
+#[derive(Default, Debug)]
+pub struct Heap {
+    live: HashMap<u64, Block>,
+    sites: HashMap<u32, SiteStats>,
+    last_alloc: HashMap<u32, u64>,
+    realloc_freed: HashMap<u32, (u64, Block)>,
+    /// Allocations seen.
+    pub allocations: u64,
+    /// Frees of blocks seen allocated.
+    pub frees: u64,
+    /// Bytes allocated over the run.
+    pub allocated_bytes: u64,
+    /// Bytes live now.
+    pub live_bytes: u64,
+    /// The most bytes live at once.
+    pub peak_bytes: u64,
+    /// When the peak was reached (clock ns).
+    pub peak_t: u64,
+    /// Blocks freed before their thread allocated again.
+    pub temporary: u64,
+}
+
+impl Heap {
+    /// An allocation.
+    pub fn alloc(&mut self, t: u64, tid: u32, a: &Alloc) {
+        if let Some(old) = self.live.remove(&a.addr) {
+            // Its free was never seen (freed through a path the shim does not see): forget it.
+            self.release(old);
+        }
+        self.realloc_freed.remove(&tid);
+        let block = Block {
+            size: a.size,
+            stack: a.stack,
+        };
+        self.live.insert(a.addr, block);
+        let site = self.sites.entry(a.stack).or_default();
+        site.allocations += 1;
+        site.allocated_bytes += a.size;
+        site.live_count += 1;
+        site.live_bytes += a.size;
+        self.allocations += 1;
+        self.allocated_bytes += a.size;
+        self.live_bytes += a.size;
+        if self.live_bytes > self.peak_bytes {
+            self.peak_bytes = self.live_bytes;
+            self.peak_t = t;
+        }
+        self.last_alloc.insert(tid, a.addr);
+    }
+
+    /// A free. Blocks allocated before tracing started are not known and are ignored.
+    pub fn free(&mut self, tid: u32, f: &Free) {
+        let Some(block) = self.live.remove(&f.addr) else {
+            return;
+        };
+        self.frees += 1;
+        self.release(block);
+        if f.realloc {
+            self.realloc_freed.insert(tid, (f.addr, block));
+        } else if self.last_alloc.get(&tid) == Some(&f.addr) {
+            self.temporary += 1;
+        }
+        self.last_alloc.remove(&tid);
+    }
+
+    /// A realloc failed: its block, freed a moment ago on this thread, is live again.
+    pub fn realloc_failed(&mut self, tid: u32, addr: u64) {
+        if let Some((a, block)) = self.realloc_freed.remove(&tid) {
+            if a == addr {
+                self.frees -= 1;
+                self.live.insert(addr, block);
+                let site = self.sites.entry(block.stack).or_default();
+                site.live_count += 1;
+                site.live_bytes += block.size;
+                self.live_bytes += block.size;
+            }
+        }
+    }
+
+    fn release(&mut self, block: Block) {
+        self.live_bytes -= block.size;
+        if let Some(site) = self.sites.get_mut(&block.stack) {
+            site.live_count -= 1;
+            site.live_bytes -= block.size;
+        }
+    }
+
+    /// Blocks live now.
+    pub fn live_count(&self) -> u64 {
+        self.live.len() as u64
+    }
+
+    /// Per-site statistics.
+    pub fn sites(&self) -> &HashMap<u32, SiteStats> {
+        &self.sites
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memshim_trace::AllocFn;
+
+    fn alloc(h: &mut Heap, t: u64, tid: u32, addr: u64, size: u64, stack: u32) {
+        h.alloc(
+            t,
+            tid,
+            &Alloc {
+                func: AllocFn::Malloc,
+                addr,
+                size,
+                stack,
+            },
+        );
+    }
+
+    fn free(h: &mut Heap, tid: u32, addr: u64, realloc: bool) {
+        h.free(tid, &Free { addr, realloc });
+    }
+
+    #[test]
+    fn leaks_peak_and_temporaries() {
+        let mut h = Heap::default();
+        alloc(&mut h, 1, 1, 0x10, 100, 7);
+        alloc(&mut h, 2, 1, 0x20, 50, 8);
+        free(&mut h, 1, 0x20, false); // temporary: nothing allocated in between
+        alloc(&mut h, 3, 1, 0x30, 200, 7);
+        alloc(&mut h, 4, 2, 0x40, 10, 9);
+        free(&mut h, 1, 0x30, false); // thread 1 allocated nothing since: temporary too
+        free(&mut h, 2, 0x999, false); // unknown: ignored
+        assert_eq!(h.allocations, 4);
+        assert_eq!(h.frees, 2);
+        assert_eq!(h.temporary, 2);
+        assert_eq!(h.live_bytes, 110);
+        assert_eq!((h.peak_bytes, h.peak_t), (310, 4));
+        let sites = super::super::live_sites(h.sites());
+        assert_eq!(sites.len(), 2);
+        assert_eq!(
+            (sites[0].0, sites[0].1.live_bytes, sites[0].1.live_count),
+            (7, 100, 1)
+        );
+        assert_eq!(sites[0].1.allocations, 2);
+        assert_eq!((sites[1].0, sites[1].1.live_bytes), (9, 10));
+    }
+
+    #[test]
+    fn realloc_moves_the_block_and_failure_restores_it() {
+        let mut h = Heap::default();
+        alloc(&mut h, 1, 1, 0x10, 16, 1);
+        free(&mut h, 1, 0x10, true);
+        alloc(&mut h, 2, 1, 0x50, 64, 2);
+        free(&mut h, 1, 0x50, true);
+        h.realloc_failed(1, 0x50);
+        assert_eq!(h.live_bytes, 64);
+        assert_eq!(h.live_count(), 1);
+        assert_eq!(h.temporary, 0);
+        let sites = super::super::live_sites(h.sites());
+        assert_eq!(sites.len(), 1);
+        assert_eq!((sites[0].0, sites[0].1.live_bytes), (2, 64));
+    }
+}

@@ -1,0 +1,81 @@
+//! The command line, as clap sees it. `main` turns these into validated settings before anything runs.
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// memshim finds memory bottlenecks in unmodified programs: leaks, growth, peaks, by call site.
+#[derive(Parser, Debug)]
+#[command(name = "memshim", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a command with libmemshim.so preloaded; every process it starts writes a trace.
+    Run {
+        /// Directory for the traces (created if missing; default: ./memshim-<command>-<time>).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+        /// The command and its arguments (put them after `--`).
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+    },
+    /// Replay traces into a report.
+    Report {
+        /// Trace files, or directories of them.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Sites to show per section in text output.
+        #[arg(long, default_value_t = 10)]
+        top: usize,
+        /// Write the report to this file instead of standard output.
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+    },
+    /// Show a trace's header, event counts, dropped events and whether it is truncated.
+    Info {
+        /// Trace files, or directories of them.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+}
+
+/// Report formats.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// For a terminal.
+    Text,
+    /// The documented `memshim.report/1` schema.
+    Json,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn run_keeps_the_commands_own_flags() {
+        let cli =
+            Cli::try_parse_from(["memshim", "run", "-o", "d", "--", "prog", "-o", "x"]).unwrap();
+        match cli.command {
+            Command::Run { output, command } => {
+                assert_eq!(output, Some(PathBuf::from("d")));
+                assert_eq!(command, ["prog", "-o", "x"]);
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,47 @@
+//! `memshim report`: replay traces and render one report.
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::args::Format;
+use crate::render::{json::Json, text::Text, Render};
+use crate::{replay, report, traces};
+
+/// Runs the subcommand.
+pub fn run(paths: &[PathBuf], format: Format, top: usize, output: Option<&Path>) -> Result<()> {
+    let files = traces::collect(paths)?;
+    let mut replayed = Vec::with_capacity(files.len());
+    for f in &files {
+        let r = replay::replay(f)?;
+        if let Some(c) = &r.corrupt {
+            eprintln!("memshim: warning: {}: {c}", f.display());
+        }
+        replayed.push(r);
+    }
+    let model = report::build::report(replayed);
+    let renderer: Box<dyn Render> = match format {
+        Format::Text => Box::new(Text { top }),
+        Format::Json => Box::new(Json),
+    };
+    match output {
+        Some(path) => {
+            let file =
+                File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+            let mut w = BufWriter::new(file);
+            renderer
+                .render(&model, &mut w)
+                .and_then(|()| w.flush())
+                .with_context(|| format!("cannot write {}", path.display()))
+        }
+        None => {
+            let stdout = io::stdout();
+            let mut w = BufWriter::new(stdout.lock());
+            renderer
+                .render(&model, &mut w)
+                .and_then(|()| w.flush())
+                .context("cannot write the report")
+        }
+    }
+}

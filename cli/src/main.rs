@@ -1,0 +1,47 @@
+//! `memshim`: runs programs under the shim and replays their traces into reports.
+//!
+//! Exit codes: `run` returns the traced command's status (128 + signal when it was killed); the
+//! other subcommands return 0 on success and 1 on error, printed as one `memshim: ...` line with its
+//! whole cause chain. A closed output pipe (`memshim report ... | head`) is not an error.
+mod analysis;
+mod args;
+mod cmd;
+mod render;
+mod replay;
+mod report;
+mod symbolize;
+mod traces;
+
+use std::io;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    let result = match cli.command {
+        args::Command::Run { output, command } => cmd::run::run(output, command),
+        args::Command::Report {
+            paths,
+            format,
+            top,
+            output,
+        } => cmd::report::run(&paths, format, top, output.as_deref()).map(|()| 0),
+        args::Command::Info { paths } => cmd::info::run(&paths).map(|()| 0),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("memshim: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,116 @@
+//! Builds the report model from replayed traces: orders processes, symbolizes the stacks of the sites
+//! shown, and turns nanoseconds into seconds. No analysis happens here beyond that.
+use std::collections::HashMap;
+
+use memshim_trace::EndReason;
+
+use super::model::{FrameOut, HeapSummary, LeakClass, Leaks, Process, Report, Site, SCHEMA};
+use crate::analysis::{live_sites, SiteStats};
+use crate::replay::Replayed;
+use crate::symbolize::Symbolizer;
+
+/// The report of several traces, ordered by start time.
+pub fn report(mut traces: Vec<Replayed>) -> Report {
+    traces.sort_by_key(|t| (t.header.start_unix_ns, t.header.pid));
+    Report {
+        schema: SCHEMA,
+        processes: traces.iter().map(process).collect(),
+    }
+}
+
+fn process(t: &Replayed) -> Process {
+    let mut sym = Symbolizer::default();
+    let ns_to_s = |ns: u64| ns.saturating_sub(t.header.clock_start_ns) as f64 / 1e9;
+    let host = leak_class(t, &mut sym, t.heap.sites());
+    let mmap = leak_class(t, &mut sym, t.mmap.sites());
+    let mut notes = t.notes.clone();
+    if let Some(c) = &t.corrupt {
+        notes.push(format!("reading stopped early: {c}"));
+    }
+    if t.truncated && t.corrupt.is_none() {
+        notes.push(
+            "the trace ends without the shim closing it: the process was killed or crashed, so the last moments (up to 100 ms) may be missing and \"leaks\" are what was live when it died"
+                .into(),
+        );
+    }
+    notes.extend(sym.problems());
+    Process {
+        pid: t.header.pid,
+        ppid: t.header.ppid,
+        exe: t.header.exe.clone(),
+        argv: t.header.argv.clone(),
+        hostname: t.header.hostname.clone(),
+        trace: t.path.display().to_string(),
+        start_unix_ns: t.header.start_unix_ns,
+        duration_s: ns_to_s(t.last_t),
+        forked: t.header.forked,
+        truncated: t.truncated,
+        end: t.end.as_ref().map(|e| end_name(e.reason)),
+        dropped_events: t.dropped,
+        notes,
+        heap: HeapSummary {
+            allocations: t.heap.allocations,
+            frees: t.heap.frees,
+            allocated_bytes: t.heap.allocated_bytes,
+            peak_bytes: t.heap.peak_bytes,
+            peak_time_s: if t.heap.peak_bytes > 0 {
+                ns_to_s(t.heap.peak_t)
+            } else {
+                0.0
+            },
+            live_bytes: t.heap.live_bytes,
+            live_count: t.heap.live_count(),
+            temporary_allocations: t.heap.temporary,
+        },
+        leaks: Leaks {
+            host,
+            mmap,
+            device: LeakClass::default(),
+        },
+    }
+}
+
+fn leak_class(t: &Replayed, sym: &mut Symbolizer, sites: &HashMap<u32, SiteStats>) -> LeakClass {
+    let live = live_sites(sites);
+    LeakClass {
+        bytes: live.iter().map(|(_, s)| s.live_bytes).sum(),
+        count: live.iter().map(|(_, s)| s.live_count).sum(),
+        sites: live
+            .into_iter()
+            .map(|(id, s)| Site {
+                bytes: s.live_bytes,
+                count: s.live_count,
+                allocations: s.allocations,
+                allocated_bytes: s.allocated_bytes,
+                frames: frames(t, sym, id),
+            })
+            .collect(),
+    }
+}
+
+fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
+    let Some(addrs) = t.stacks.get(&stack) else {
+        return Vec::new();
+    };
+    addrs
+        .iter()
+        .flat_map(|&a| sym.frames(t, a))
+        .map(|f| FrameOut {
+            kind: "native",
+            function: f.function,
+            file: f.file,
+            line: f.line,
+            module: f.module,
+            address: format!("{:#x}", f.address),
+        })
+        .collect()
+}
+
+fn end_name(r: EndReason) -> &'static str {
+    match r {
+        EndReason::Exit => "exit",
+        EndReason::QuickExit => "quick_exit",
+        EndReason::Exec => "exec",
+        EndReason::Failure => "failure",
+    }
+}

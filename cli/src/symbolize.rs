@@ -1,0 +1,174 @@
+//! Turns return addresses into frames: from the symbols the shim wrote in-process when it could, else
+//! offline from the module map (the object on disk, checked against the recorded build id, read with
+//! addr2line: DWARF lines and inlined calls, or the symbol table when there is no DWARF).
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fs::File;
+
+use addr2line::Loader;
+use object::{Object, ReadCache};
+
+use crate::replay::{LoadedModule, Replayed};
+
+/// One frame of a report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// Demangled function name.
+    pub function: Option<String>,
+    /// Source file.
+    pub file: Option<String>,
+    /// Source line.
+    pub line: Option<u32>,
+    /// The module the address lies in.
+    pub module: Option<String>,
+    /// The return address.
+    pub address: u64,
+}
+
+/// Why a module's file cannot be used.
+enum Unusable {
+    Missing,
+    Changed,
+}
+
+/// Offline symbolizers, one per module file, opened on first use.
+#[derive(Default)]
+pub struct Symbolizer {
+    loaders: HashMap<String, Result<Loader, Unusable>>,
+    cache: HashMap<u64, Vec<Frame>>,
+}
+
+impl Symbolizer {
+    /// The frames of one return address of `trace` (inlined calls give several, innermost first).
+    pub fn frames(&mut self, trace: &Replayed, addr: u64) -> Vec<Frame> {
+        if let Some(f) = self.cache.get(&addr) {
+            return f.clone();
+        }
+        let module = find_module(&trace.modules, addr);
+        let module_path = module.map(|m| m.module.path.clone());
+        let mut frames: Vec<Frame> = match trace.symbols.get(&addr) {
+            Some(sym) if !sym.is_empty() => sym
+                .iter()
+                .map(|s| Frame {
+                    function: s.function.as_deref().map(demangle),
+                    file: s.file.clone(),
+                    line: (s.line != 0).then_some(s.line),
+                    module: module_path.clone(),
+                    address: addr,
+                })
+                .collect(),
+            _ => match module {
+                Some(m) => self.offline(m, addr),
+                None => Vec::new(),
+            },
+        };
+        if frames.is_empty() {
+            frames.push(Frame {
+                function: None,
+                file: None,
+                line: None,
+                module: module_path,
+                address: addr,
+            });
+        }
+        self.cache.insert(addr, frames.clone());
+        frames
+    }
+
+    fn offline(&mut self, m: &LoadedModule, addr: u64) -> Vec<Frame> {
+        let path = m.module.path.clone();
+        let loader = self
+            .loaders
+            .entry(path.clone())
+            .or_insert_with(|| open_checked(&path, &m.module.build_id));
+        let Ok(loader) = loader else {
+            return Vec::new();
+        };
+        // A return address points after the call; the call itself is one byte earlier.
+        let probe = addr.wrapping_sub(m.module.base).wrapping_sub(1);
+        let mut out = Vec::new();
+        if let Ok(mut iter) = loader.find_frames(probe) {
+            while let Ok(Some(f)) = iter.next() {
+                let function = f
+                    .function
+                    .as_ref()
+                    .and_then(|n| n.demangle().ok().map(|c| c.into_owned()));
+                let (file, line) = match &f.location {
+                    Some(l) => (l.file.map(str::to_string), l.line),
+                    None => (None, None),
+                };
+                out.push(Frame {
+                    function,
+                    file,
+                    line,
+                    module: Some(path.clone()),
+                    address: addr,
+                });
+            }
+        }
+        if out.iter().all(|f| f.function.is_none()) {
+            if let Some(name) = loader.find_symbol(probe) {
+                out = vec![Frame {
+                    function: Some(demangle(name)),
+                    file: None,
+                    line: None,
+                    module: Some(path),
+                    address: addr,
+                }];
+            }
+        }
+        out
+    }
+}
+
+/// The module whose segments contain `addr`, preferring the most recently loaded.
+fn find_module(modules: &[LoadedModule], addr: u64) -> Option<&LoadedModule> {
+    modules.iter().rev().find(|m| {
+        m.module
+            .segments
+            .iter()
+            .any(|s| addr >= s.start && addr < s.start.saturating_add(s.len))
+    })
+}
+
+/// Opens a module's file for symbolization, refusing one whose build id differs from the trace's.
+fn open_checked(path: &str, build_id: &[u8]) -> Result<Loader, Unusable> {
+    if !build_id.is_empty() {
+        let file = File::open(path).map_err(|_| Unusable::Missing)?;
+        let cache = ReadCache::new(file);
+        let on_disk = object::File::parse(&cache)
+            .ok()
+            .and_then(|o| o.build_id().ok().flatten().map(<[u8]>::to_vec));
+        if on_disk.as_deref() != Some(build_id) {
+            return Err(Unusable::Changed);
+        }
+    }
+    Loader::new(path).map_err(|_| Unusable::Missing)
+}
+
+/// Demangles C++ and Rust names; others pass through.
+pub fn demangle(name: &str) -> String {
+    addr2line::demangle_auto(Cow::Borrowed(name), None).into_owned()
+}
+
+/// Modules whose files could not be used, with why, for the report's notes.
+impl Symbolizer {
+    /// Notes about modules that could not be symbolized.
+    pub fn problems(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .loaders
+            .iter()
+            .filter_map(|(p, r)| match r {
+                Ok(_) => None,
+                Err(Unusable::Missing) => Some(format!(
+                    "{p} could not be read, so its frames have no names"
+                )),
+                Err(Unusable::Changed) => Some(format!(
+                    "{p} has changed since the trace was recorded (its build id differs), so its frames have no names"
+                )),
+            })
+            .collect();
+        v.sort();
+        v
+    }
+}

@@ -1,0 +1,147 @@
+//! The shim's settings, read once from the environment at start.
+//!
+//! | variable | meaning | default |
+//! | --- | --- | --- |
+//! | `MEMSHIM_OUTPUT` | directory for trace files | the current directory |
+//! | `MEMSHIM_STACK_DEPTH` | most frames kept per stack (1–256) | 64 |
+//! | `MEMSHIM_HEAP` | record the malloc family (`0` to turn off) | on |
+//! | `MEMSHIM_MMAP` | record anonymous mmap/munmap/mremap (`0` to turn off) | on |
+//! | `MEMSHIM_SYMBOLIZE` | symbolize in-process at exit (`0` to leave it to the CLI) | on |
+//! | `MEMSHIM_COMPRESS` | zstd level for trace frames (`0` for none) | 3 |
+//! | `MEMSHIM_QUIET` | `1`: no line on stderr at exit | off |
+//! | `MEMSHIM_DISABLE` | `1`: load but record nothing | off |
+
+/// The largest stack depth that can be asked for.
+pub const MAX_STACK_DEPTH: usize = 256;
+
+/// Validated settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Where trace files go; empty means the current directory.
+    pub output_dir: String,
+    /// Frames kept per stack.
+    pub stack_depth: usize,
+    /// Record the malloc family.
+    pub heap: bool,
+    /// Record anonymous mappings.
+    pub mmap: bool,
+    /// Symbolize in-process at exit.
+    pub symbolize: bool,
+    /// zstd level, `None` for uncompressed frames.
+    pub compress: Option<i32>,
+    /// No message at exit.
+    pub quiet: bool,
+    /// Record nothing.
+    pub disabled: bool,
+    /// Problems with the settings, to be reported once.
+    pub warnings: Vec<String>,
+}
+
+impl Config {
+    /// Reads the settings through `get`, which returns a variable's value if it is set.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Config {
+        let mut warnings = Vec::new();
+        let mut flag = |name: &str, default: bool| match get(name).as_deref() {
+            None | Some("") => default,
+            Some("0") | Some("false") | Some("off") | Some("no") => false,
+            Some("1") | Some("true") | Some("on") | Some("yes") => true,
+            Some(other) => {
+                warnings.push(format!(
+                    "{name}={other} is not 0 or 1; using {}",
+                    if default { 1 } else { 0 }
+                ));
+                default
+            }
+        };
+        let heap = flag("MEMSHIM_HEAP", true);
+        let mmap = flag("MEMSHIM_MMAP", true);
+        let symbolize = flag("MEMSHIM_SYMBOLIZE", true);
+        let quiet = flag("MEMSHIM_QUIET", false);
+        let disabled = flag("MEMSHIM_DISABLE", false);
+        let stack_depth = match get("MEMSHIM_STACK_DEPTH") {
+            None => 64,
+            Some(v) => match v.parse::<usize>() {
+                Ok(n) if (1..=MAX_STACK_DEPTH).contains(&n) => n,
+                _ => {
+                    warnings.push(format!(
+                        "MEMSHIM_STACK_DEPTH={v} is not a number from 1 to {MAX_STACK_DEPTH}; using 64"
+                    ));
+                    64
+                }
+            },
+        };
+        let compress = match get("MEMSHIM_COMPRESS") {
+            None => Some(3),
+            Some(v) => match v.parse::<i32>() {
+                Ok(0) => None,
+                Ok(n) if (1..=19).contains(&n) => Some(n),
+                _ => {
+                    warnings.push(format!(
+                        "MEMSHIM_COMPRESS={v} is not a zstd level from 0 to 19; using 3"
+                    ));
+                    Some(3)
+                }
+            },
+        };
+        Config {
+            output_dir: get("MEMSHIM_OUTPUT").unwrap_or_default(),
+            stack_depth,
+            heap,
+            mmap,
+            symbolize,
+            compress,
+            quiet,
+            disabled,
+            warnings,
+        }
+    }
+
+    /// Reads the settings from the process environment with `getenv` (no allocation, no lock).
+    pub fn from_env() -> Config {
+        Config::from_lookup(crate::sys::getenv)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Config {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults() {
+        let c = cfg(&[]);
+        assert_eq!(c.stack_depth, 64);
+        assert!(c.heap && c.mmap && c.symbolize && !c.quiet && !c.disabled);
+        assert_eq!(c.compress, Some(3));
+        assert_eq!(c.output_dir, "");
+        assert!(c.warnings.is_empty());
+    }
+
+    #[test]
+    fn values_and_bad_values() {
+        let c = cfg(&[
+            ("MEMSHIM_OUTPUT", "/tmp/x"),
+            ("MEMSHIM_STACK_DEPTH", "12"),
+            ("MEMSHIM_MMAP", "0"),
+            ("MEMSHIM_COMPRESS", "0"),
+            ("MEMSHIM_HEAP", "maybe"),
+        ]);
+        assert_eq!(c.output_dir, "/tmp/x");
+        assert_eq!(c.stack_depth, 12);
+        assert!(!c.mmap && c.heap);
+        assert_eq!(c.compress, None);
+        assert_eq!(c.warnings.len(), 1);
+        assert!(c.warnings[0].contains("MEMSHIM_HEAP=maybe"));
+        let c = cfg(&[("MEMSHIM_STACK_DEPTH", "9999")]);
+        assert_eq!(c.stack_depth, 64);
+        assert!(c.warnings[0].contains("1 to 256"));
+    }
+}

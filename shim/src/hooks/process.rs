@@ -1,0 +1,63 @@
+//! Process lifecycle: the exec family closes the trace before the image is replaced (and a failed
+//! exec starts a new one); `_exit` and `_Exit` close it before the process ends without running
+//! destructors. fork is handled by `pthread_atfork` (see `session`).
+use std::ffi::{c_char, c_int};
+
+use memshim_trace::EndReason;
+
+use crate::{real, recorder, session};
+
+type Argv = *const *const c_char;
+
+fn around_exec(exec: impl FnOnce() -> c_int) -> c_int {
+    let closed = recorder::lifecycle(session::before_exec);
+    let r = exec();
+    let saved = crate::sys::errno();
+    recorder::lifecycle(|| session::after_failed_exec(closed));
+    crate::sys::set_errno(saved);
+    r
+}
+
+/// `execve`.
+#[no_mangle]
+pub extern "C" fn execve(path: *const c_char, argv: Argv, envp: Argv) -> c_int {
+    around_exec(|| real::execve(path, argv, envp))
+}
+
+/// `execv`.
+#[no_mangle]
+pub extern "C" fn execv(path: *const c_char, argv: Argv) -> c_int {
+    around_exec(|| real::execv(path, argv))
+}
+
+/// `execvp`.
+#[no_mangle]
+pub extern "C" fn execvp(file: *const c_char, argv: Argv) -> c_int {
+    around_exec(|| real::execvp(file, argv))
+}
+
+/// `execvpe`.
+#[no_mangle]
+pub extern "C" fn execvpe(file: *const c_char, argv: Argv, envp: Argv) -> c_int {
+    around_exec(|| real::execvpe(file, argv, envp))
+}
+
+/// `fexecve`.
+#[no_mangle]
+pub extern "C" fn fexecve(fd: c_int, argv: Argv, envp: Argv) -> c_int {
+    around_exec(|| real::fexecve(fd, argv, envp))
+}
+
+/// `_exit`.
+#[no_mangle]
+pub extern "C" fn _exit(status: c_int) -> ! {
+    recorder::lifecycle(|| session::finish(EndReason::QuickExit));
+    real::underscore_exit(status)
+}
+
+/// `_Exit`.
+#[no_mangle]
+pub extern "C" fn _Exit(status: c_int) -> ! {
+    recorder::lifecycle(|| session::finish(EndReason::QuickExit));
+    real::underscore_capital_exit(status)
+}

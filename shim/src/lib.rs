@@ -1,0 +1,78 @@
+//! `libmemshim.so`: loaded with `LD_PRELOAD` into an unmodified process, it records every host heap
+//! allocation and free and every anonymous mapping with its native stack, and streams them to one trace
+//! file per process (see the `memshim-trace` crate for the format). The `memshim` CLI turns traces into
+//! reports; this library never analyses or symbolizes on the hot path.
+//!
+//! It must never harm the host: no panic, abort, deadlock or changed behaviour may come from it.
+//!
+//! - **Panic policy.** The crate builds with `panic = "unwind"` so that every recording step can run
+//!   under `catch_unwind` (in `recorder`); a caught panic stops tracing and the real call goes on.
+//!   Nothing can unwind into C: hooks are thin wrappers around the real call and the recorder.
+//! - **Reentrancy.** A const-initialised thread-local guard (`guard`) makes every allocation the shim
+//!   causes pass straight through; the writer and sampler threads are never traced. The shim's own
+//!   Rust allocations use the real allocator directly (`global_alloc`).
+//! - **Bootstrap.** The real functions are found with `dlsym(RTLD_NEXT)`; what dlsym allocates
+//!   meanwhile comes from a static arena (`bootstrap`).
+//! - **Order.** Frees and unmaps are recorded before the real call, allocations after it, all through
+//!   one FIFO channel, so a reused address is never paired with the wrong block.
+//! - **fork/exec/exit.** A fork child writes its own trace with its own writer (started on its first
+//!   event); exec closes the trace first; the library destructor and `_exit` close it at the end; a
+//!   frame reaches the disk at least every 100 ms, so SIGKILL loses at most the last moment.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(unsafe_code)]
+// Unit-test builds leave out the hooks (a test binary must keep its own allocator), so much of the
+// recording path is unused there.
+#![cfg_attr(test, allow(dead_code))]
+
+mod bootstrap;
+mod clock;
+mod config;
+mod global_alloc;
+mod guard;
+#[cfg(not(test))]
+mod hooks;
+mod modules;
+mod msg;
+mod output;
+mod real;
+mod recorder;
+mod sampler;
+mod seen_table;
+mod session;
+mod stacks;
+mod symbolize;
+mod sys;
+mod threads;
+mod writer;
+
+#[cfg(not(test))]
+#[global_allocator]
+static ALLOCATOR: global_alloc::RealAllocator = global_alloc::RealAllocator;
+
+#[cfg(not(test))]
+mod lifecycle {
+    //! The library constructor and destructor.
+    #![allow(unsafe_code)]
+
+    use crate::{recorder, session};
+    use memshim_trace::EndReason;
+
+    extern "C" fn init() {
+        recorder::lifecycle(session::init);
+    }
+
+    extern "C" fn fini() {
+        recorder::lifecycle(|| session::finish(EndReason::Exit));
+    }
+
+    // SAFETY: a function pointer in .init_array is called once by the loader when the library is
+    // initialised; `init` takes no arguments it needs and catches every panic.
+    #[used]
+    #[unsafe(link_section = ".init_array")]
+    static INIT: extern "C" fn() = init;
+
+    // SAFETY: as above, called once from the loader's destructor pass at exit.
+    #[used]
+    #[unsafe(link_section = ".fini_array")]
+    static FINI: extern "C" fn() = fini;
+}

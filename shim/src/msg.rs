@@ -1,0 +1,49 @@
+//! What producers hand the writer thread over the channel: fixed-size, plain data, stacks by hash.
+use crossbeam_channel::Sender;
+use memshim_trace::{AllocFn, EndReason, MapFn, Module};
+
+/// One message to the writer.
+pub enum Msg {
+    /// A heap allocation; `stack` is a stack hash.
+    Alloc {
+        t: u64,
+        tid: u32,
+        func: AllocFn,
+        addr: u64,
+        size: u64,
+        stack: u64,
+    },
+    /// A heap free, sent before the real free.
+    Free {
+        t: u64,
+        tid: u32,
+        addr: u64,
+        realloc: bool,
+    },
+    /// A realloc failed after its free half was sent.
+    ReallocFailed { t: u64, tid: u32, addr: u64 },
+    /// An anonymous mapping.
+    Map {
+        t: u64,
+        tid: u32,
+        func: MapFn,
+        addr: u64,
+        len: u64,
+        prot: u32,
+        flags: u32,
+        stack: u64,
+    },
+    /// An unmapped range, sent before the real munmap.
+    Unmap {
+        t: u64,
+        tid: u32,
+        addr: u64,
+        len: u64,
+    },
+    /// The frames of a stack hash seen for the first time.
+    Stack { hash: u64, frames: Box<[u64]> },
+    /// The module map changed; this is the whole new map.
+    Modules(Vec<Module>),
+    /// Close the trace and acknowledge when it is on disk.
+    Shutdown { reason: EndReason, ack: Sender<()> },
+}

@@ -1,0 +1,125 @@
+//! The hot path: turns an intercepted call into a message. Called by the hooks after (allocations)
+//! or before (frees) the real call.
+//!
+//! Each entry point enters the reentrancy guard (so anything it allocates passes straight through),
+//! keeps the caller's `errno`, and catches any panic so that nothing ever unwinds into C. Never:
+//! symbolize, take a lock a traced thread may hold, or allocate through the traced allocator.
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use memshim_trace::{AllocFn, MapFn};
+
+use crate::msg::Msg;
+use crate::{clock, guard, session, stacks, sys};
+
+/// Runs `f` inside the guard with errno preserved and panics contained.
+#[inline(always)]
+fn record(active: fn() -> bool, f: impl FnOnce()) {
+    let Some(_g) = guard::enter() else { return };
+    let saved = sys::errno();
+    if active() && catch_unwind(AssertUnwindSafe(f)).is_err() {
+        session::fail("internal error in the recorder");
+    }
+    sys::set_errno(saved);
+}
+
+/// Captures the caller's stack and returns its hash, sending the frames if they are new.
+#[inline(always)]
+fn stack_hash() -> u64 {
+    let depth = session::config().map_or(64, |c| c.stack_depth);
+    let captured = stacks::capture(depth);
+    let frames = captured.frames();
+    let hash = stacks::hash(frames);
+    if session::first_sighting(hash) {
+        session::send(Msg::Stack {
+            hash,
+            frames: frames.into(),
+        });
+    }
+    hash
+}
+
+/// A heap block was allocated.
+#[inline]
+pub fn on_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize) {
+    if addr.is_null() {
+        return;
+    }
+    record(session::heap_active, || {
+        let t = clock::monotonic_ns();
+        let stack = stack_hash();
+        session::send(Msg::Alloc {
+            t,
+            tid: guard::tid(),
+            func,
+            addr: addr as u64,
+            size: size as u64,
+            stack,
+        });
+    });
+}
+
+/// A heap block is about to be freed.
+#[inline]
+pub fn on_free(addr: *mut libc::c_void, realloc: bool) {
+    if addr.is_null() {
+        return;
+    }
+    record(session::heap_active, || {
+        session::send(Msg::Free {
+            t: clock::monotonic_ns(),
+            tid: guard::tid(),
+            addr: addr as u64,
+            realloc,
+        });
+    });
+}
+
+/// A realloc failed: the block whose free was already sent is still live.
+pub fn on_realloc_failed(addr: *mut libc::c_void) {
+    record(session::heap_active, || {
+        session::send(Msg::ReallocFailed {
+            t: clock::monotonic_ns(),
+            tid: guard::tid(),
+            addr: addr as u64,
+        });
+    });
+}
+
+/// An anonymous mapping was created or moved.
+pub fn on_map(func: MapFn, addr: *mut libc::c_void, len: usize, prot: i32, flags: i32) {
+    record(session::mmap_active, || {
+        let t = clock::monotonic_ns();
+        let stack = stack_hash();
+        session::send(Msg::Map {
+            t,
+            tid: guard::tid(),
+            func,
+            addr: addr as u64,
+            len: len as u64,
+            prot: prot as u32,
+            flags: flags as u32,
+            stack,
+        });
+    });
+}
+
+/// A range is about to be unmapped.
+pub fn on_unmap(addr: *mut libc::c_void, len: usize) {
+    record(session::mmap_active, || {
+        session::send(Msg::Unmap {
+            t: clock::monotonic_ns(),
+            tid: guard::tid(),
+            addr: addr as u64,
+            len: len as u64,
+        });
+    });
+}
+
+/// Runs a lifecycle step (exit, exec) with the guard held and panics contained.
+pub fn lifecycle<T: Default>(f: impl FnOnce() -> T) -> T {
+    let _g = guard::enter();
+    let saved = sys::errno();
+    let out = catch_unwind(AssertUnwindSafe(f)).unwrap_or_default();
+    sys::set_errno(saved);
+    out
+}

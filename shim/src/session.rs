@@ -1,0 +1,277 @@
+//! The life of one process's trace: start, the channel producers send on, fork, exec and the end.
+//!
+//! States: `OFF` (disabled or not started), `RUNNING`, `STOPPED` (finished or failed; hooks only pass
+//! through), `PENDING` (a fork child, or a process whose exec failed: the next recorded call starts a
+//! new trace file), `STARTING` (one thread is starting it; others skip their event, counted dropped).
+//!
+//! Never: block the host forever. Producers wait on a full channel (backpressure), but the writer
+//! never waits on them, and every wait at exit has a deadline.
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use crossbeam_channel::{bounded, Sender};
+use memshim_trace::{Clock, EndReason, Header, TraceWriter};
+
+use crate::config::Config;
+use crate::msg::Msg;
+use crate::{clock, modules, output, sampler, stacks, sys, writer};
+
+const OFF: u8 = 0;
+const RUNNING: u8 = 1;
+const STOPPED: u8 = 2;
+const PENDING: u8 = 3;
+const STARTING: u8 = 4;
+
+/// Messages the channel holds before producers wait.
+const CHANNEL_CAPACITY: usize = 1 << 16;
+/// The longest the exiting thread waits for the writer to finish the trace.
+const EXIT_WAIT: Duration = Duration::from_secs(10);
+
+static STATE: AtomicU8 = AtomicU8::new(OFF);
+static SENDER: AtomicPtr<Sender<Msg>> = AtomicPtr::new(std::ptr::null_mut());
+static OWNER_PID: AtomicU32 = AtomicU32::new(0);
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+static FORKED: AtomicBool = AtomicBool::new(false);
+static WARNED: AtomicBool = AtomicBool::new(false);
+static HEAP_ON: AtomicBool = AtomicBool::new(false);
+static MMAP_ON: AtomicBool = AtomicBool::new(false);
+static CONFIG: OnceLock<Config> = OnceLock::new();
+static SEEN: OnceLock<stacks::SeenTable> = OnceLock::new();
+
+/// Called once from the library constructor.
+pub fn init() {
+    let cfg = CONFIG.get_or_init(Config::from_env);
+    for w in &cfg.warnings {
+        warn(w);
+    }
+    if cfg.disabled {
+        return;
+    }
+    let mods = modules::scan("");
+    if let Some((lo, hi)) = modules::exec_range_of(&mods, init as fn() as usize as u64) {
+        stacks::set_self_range(lo as usize, hi as usize);
+    }
+    if let Some(table) = crate::seen_table::allocate() {
+        let _ = SEEN.set(table);
+    }
+    HEAP_ON.store(cfg.heap, Ordering::Relaxed);
+    MMAP_ON.store(cfg.mmap, Ordering::Relaxed);
+    sys::atfork_child(after_fork_in_child);
+    STATE.store(STARTING, Ordering::SeqCst);
+    begin();
+}
+
+/// Whether heap events are being recorded now; starts a pending trace on first use.
+#[inline]
+pub fn heap_active() -> bool {
+    HEAP_ON.load(Ordering::Relaxed) && active()
+}
+
+/// Whether mapping events are being recorded now.
+#[inline]
+pub fn mmap_active() -> bool {
+    MMAP_ON.load(Ordering::Relaxed) && active()
+}
+
+#[inline]
+fn active() -> bool {
+    match STATE.load(Ordering::Acquire) {
+        RUNNING => true,
+        PENDING => start_pending(),
+        STARTING => {
+            DROPPED.fetch_add(1, Ordering::Relaxed);
+            false
+        }
+        _ => false,
+    }
+}
+
+#[cold]
+fn start_pending() -> bool {
+    if STATE
+        .compare_exchange(PENDING, STARTING, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return STATE.load(Ordering::Acquire) == RUNNING;
+    }
+    begin();
+    STATE.load(Ordering::Acquire) == RUNNING
+}
+
+/// Opens the trace, spawns the writer and sampler, and goes to RUNNING (or STOPPED with a warning).
+fn begin() {
+    match open_trace() {
+        Ok(()) => STATE.store(RUNNING, Ordering::Release),
+        Err(e) => {
+            STATE.store(STOPPED, Ordering::Release);
+            warn(&format!("{e}; this process is not traced"));
+        }
+    }
+}
+
+fn open_trace() -> Result<(), String> {
+    let cfg = CONFIG.get().ok_or("the shim was not initialised")?;
+    let pid = sys::getpid();
+    let exe = std::fs::read_link("/proc/self/exe")
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let argv = sys::read_proc("/proc/self/cmdline")
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let header = Header {
+        pid,
+        ppid: sys::getppid(),
+        exe: exe.clone(),
+        argv,
+        hostname: sys::hostname(),
+        start_unix_ns: clock::realtime_ns(),
+        clock: Clock::Monotonic,
+        clock_start_ns: clock::monotonic_ns(),
+        page_size: sys::page_size(),
+        shim_version: env!("CARGO_PKG_VERSION").to_string(),
+        stack_depth: cfg.stack_depth as u32,
+        forked: FORKED.load(Ordering::Relaxed),
+    };
+    let (file, path): (File, PathBuf) = output::create(&cfg.output_dir, &exe, pid)?;
+    let out = TraceWriter::new(file, &header, cfg.compress)
+        .map_err(|e| format!("cannot write the trace file {}: {e}", path.display()))?;
+    let initial_modules = modules::scan(&exe);
+    let (tx, rx) = bounded(CHANNEL_CAPACITY);
+    let sampler_tx = tx.clone();
+    // Helper threads inherit this mask: they must never take the host's signals.
+    let old_mask = sys::block_all_signals();
+    let spawned = writer::spawn(writer::Writer::new(
+        rx,
+        out,
+        path,
+        initial_modules,
+        cfg.clone(),
+        pid,
+    ))
+    .and_then(|()| sampler::spawn(sampler_tx, exe, pid));
+    sys::restore_signals(&old_mask);
+    spawned.map_err(|e| format!("cannot start the shim's threads: {e}"))?;
+    // The sender is leaked on purpose: producers may hold a reference to it at any moment, and a
+    // fork child abandons it (its locks may have been held at fork) for a fresh one.
+    SENDER.store(Box::into_raw(Box::new(tx)), Ordering::Release);
+    OWNER_PID.store(pid, Ordering::Release);
+    Ok(())
+}
+
+/// The settings, once initialised.
+#[inline]
+pub fn config() -> Option<&'static Config> {
+    CONFIG.get()
+}
+
+/// True when `hash` is a stack the writer has not been sent yet.
+#[inline]
+pub fn first_sighting(hash: u64) -> bool {
+    SEEN.get().is_none_or(|t| t.first_sighting(hash))
+}
+
+/// Sends a message to the writer, waiting while the channel is full.
+#[inline]
+pub fn send(msg: Msg) {
+    let p = SENDER.load(Ordering::Acquire);
+    if p.is_null() {
+        DROPPED.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    // SAFETY: a non-null SENDER points to a leaked Box that is never freed.
+    #[allow(unsafe_code)]
+    let tx = unsafe { &*p };
+    if tx.send(msg).is_err() {
+        // The writer is gone (it failed, or the trace was closed): stop recording.
+        DROPPED.fetch_add(1, Ordering::Relaxed);
+        let _ = STATE.compare_exchange(RUNNING, STOPPED, Ordering::AcqRel, Ordering::Relaxed);
+    }
+}
+
+/// Events that could not be recorded so far.
+pub fn dropped() -> u64 {
+    DROPPED.load(Ordering::Relaxed)
+}
+
+/// Stops tracing after an internal failure, keeping every real call working.
+pub fn fail(why: &str) {
+    STATE.store(STOPPED, Ordering::Release);
+    warn(&format!("{why}; tracing stopped, the program continues"));
+}
+
+/// Closes the trace: records the final module map, then waits (with a deadline) for the writer to
+/// put everything on disk. Does nothing in a process that does not own the trace (a vfork child).
+pub fn finish(reason: EndReason) -> bool {
+    if OWNER_PID.load(Ordering::Acquire) != sys::getpid() {
+        return false;
+    }
+    if STATE
+        .compare_exchange(RUNNING, STOPPED, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return false;
+    }
+    // The loader's lock is free here (glibc releases it before running destructors).
+    let exe = std::fs::read_link("/proc/self/exe")
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    send(Msg::Modules(modules::scan(&exe)));
+    let (ack_tx, ack_rx) = bounded(1);
+    send(Msg::Shutdown {
+        reason,
+        ack: ack_tx,
+    });
+    let _ = ack_rx.recv_timeout(EXIT_WAIT);
+    true
+}
+
+/// Before exec: close the trace so nothing is lost when the image is replaced.
+pub fn before_exec() -> bool {
+    finish(EndReason::Exec)
+}
+
+/// After a failed exec: the process goes on, so the next call starts a new trace file.
+pub fn after_failed_exec(closed: bool) {
+    if closed {
+        SENDER.store(std::ptr::null_mut(), Ordering::Release);
+        STATE.store(PENDING, Ordering::Release);
+    }
+}
+
+/// Runs in the child after fork: the parent's channel and threads are not ours; start afresh lazily.
+extern "C" fn after_fork_in_child() {
+    crate::guard::reset_tid();
+    if matches!(STATE.load(Ordering::Relaxed), RUNNING | PENDING | STARTING) {
+        SENDER.store(std::ptr::null_mut(), Ordering::Relaxed);
+        OWNER_PID.store(0, Ordering::Relaxed);
+        FORKED.store(true, Ordering::Relaxed);
+        DROPPED.store(0, Ordering::Relaxed);
+        stacks::new_epoch();
+        STATE.store(PENDING, Ordering::Release);
+    }
+}
+
+/// Prints `memshim[pid]: msg` on stderr, once per process for warnings.
+pub fn warn(msg: &str) {
+    if WARNED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    say(msg);
+}
+
+/// Prints `memshim[pid]: msg` on stderr unless quiet.
+pub fn say(msg: &str) {
+    if config().is_some_and(|c| c.quiet) && !msg.contains("not traced") {
+        return;
+    }
+    let line = format!("memshim[{}]: {msg}\n", sys::getpid());
+    sys::write_stderr(line.as_bytes());
+}

@@ -1,0 +1,174 @@
+//! Stack capture on the hot path, and the lock-free table that makes each distinct stack travel once.
+//!
+//! Capture keeps raw return addresses (never symbols) and drops the shim's own frames. A stack is
+//! identified by a 64-bit hash of its frames; the first thread to insert a hash into the seen-table
+//! sends the frames to the writer, every later use sends only the hash. The writer maps hashes to small
+//! ids and also deduplicates, so a full table only costs bandwidth, never correctness.
+//!
+//! Never: symbolize, lock, or allocate here (the frames of a new stack are boxed through the shim's
+//! own allocator, which calls the real malloc directly).
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use crate::config::MAX_STACK_DEPTH;
+
+static SELF_LO: AtomicUsize = AtomicUsize::new(0);
+static SELF_HI: AtomicUsize = AtomicUsize::new(0);
+static EPOCH: AtomicU64 = AtomicU64::new(0);
+
+/// Tells capture which addresses are the shim's own code.
+pub fn set_self_range(lo: usize, hi: usize) {
+    SELF_LO.store(lo, Ordering::Relaxed);
+    SELF_HI.store(hi, Ordering::Relaxed);
+}
+
+/// Starts a new generation of stack hashes, so a fork child re-sends every stack to its own trace.
+pub fn new_epoch() {
+    EPOCH.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A captured stack: return addresses, innermost first.
+pub struct Captured {
+    frames: [u64; MAX_STACK_DEPTH],
+    len: usize,
+}
+
+impl Captured {
+    /// The frames captured.
+    pub fn frames(&self) -> &[u64] {
+        &self.frames[..self.len]
+    }
+}
+
+/// Captures up to `depth` frames of the calling thread, skipping the shim's own frames at the top.
+#[inline(never)]
+pub fn capture(depth: usize) -> Captured {
+    let mut out = Captured {
+        frames: [0; MAX_STACK_DEPTH],
+        len: 0,
+    };
+    let depth = depth.min(MAX_STACK_DEPTH);
+    let lo = SELF_LO.load(Ordering::Relaxed);
+    let hi = SELF_HI.load(Ordering::Relaxed);
+    let mut skipping = true;
+    let mut take = |ip: usize| -> bool {
+        if ip == 0 {
+            return false;
+        }
+        if skipping && ip >= lo && ip < hi {
+            return true;
+        }
+        skipping = false;
+        out.frames[out.len] = ip as u64;
+        out.len += 1;
+        out.len < depth
+    };
+    // SAFETY: on Linux the unwinder (libgcc's _Unwind_Backtrace) is thread-safe; the "unsynchronized"
+    // in the name only matters on platforms whose unwinders are not.
+    #[allow(unsafe_code)]
+    unsafe {
+        backtrace::trace_unsynchronized(|frame| take(frame.ip() as usize));
+    }
+    out
+}
+
+/// A 64-bit hash of a stack, never 0 (0 marks an empty table slot).
+pub fn hash(frames: &[u64]) -> u64 {
+    let mut h = 0x243F_6A88_85A3_08D3u64 ^ EPOCH.load(Ordering::Relaxed) ^ (frames.len() as u64);
+    for &f in frames {
+        h = (h.rotate_left(23) ^ f).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    // Final avalanche (MurmurHash3's fmix64).
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+    h ^= h >> 33;
+    h.max(1)
+}
+
+/// An open-addressing set of stack hashes, insert-only and lock-free.
+pub struct SeenTable {
+    slots: &'static [AtomicU64],
+}
+
+const MAX_PROBES: usize = 64;
+
+impl SeenTable {
+    /// A table over `slots`, whose length must be a power of two.
+    pub fn new(slots: &'static [AtomicU64]) -> SeenTable {
+        debug_assert!(slots.len().is_power_of_two());
+        SeenTable { slots }
+    }
+
+    /// True when `key` was not in the table before (the caller must send the frames); also true when
+    /// the table is too full to tell.
+    #[inline]
+    pub fn first_sighting(&self, key: u64) -> bool {
+        let mask = self.slots.len() - 1;
+        let mut i = (key as usize) & mask;
+        for _ in 0..MAX_PROBES {
+            let slot = &self.slots[i];
+            let v = slot.load(Ordering::Acquire);
+            if v == key {
+                return false;
+            }
+            if v == 0 {
+                match slot.compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(_) => return true,
+                    Err(found) if found == key => return false,
+                    Err(_) => {}
+                }
+            }
+            i = (i + 1) & mask;
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(n: usize) -> SeenTable {
+        let v: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
+        SeenTable::new(Box::leak(v.into_boxed_slice()))
+    }
+
+    #[test]
+    fn hash_depends_on_every_frame_and_order() {
+        let a = hash(&[1, 2, 3]);
+        assert_ne!(a, hash(&[1, 2, 4]));
+        assert_ne!(a, hash(&[3, 2, 1]));
+        assert_ne!(a, hash(&[1, 2]));
+        assert_eq!(a, hash(&[1, 2, 3]));
+        assert_ne!(hash(&[]), 0);
+    }
+
+    #[test]
+    fn first_sighting_once_per_key_even_when_colliding_slots() {
+        let t = table(8);
+        assert!(t.first_sighting(3));
+        assert!(!t.first_sighting(3));
+        assert!(t.first_sighting(11)); // same slot as 3, probes on
+        assert!(!t.first_sighting(11));
+        assert!(!t.first_sighting(3));
+    }
+
+    #[test]
+    fn full_table_asks_to_send() {
+        let t = table(4);
+        for k in 1..=4 {
+            assert!(t.first_sighting(k));
+        }
+        assert!(t.first_sighting(99));
+        assert!(t.first_sighting(99));
+    }
+
+    #[test]
+    fn capture_skips_nothing_outside_the_shim_range_and_respects_depth() {
+        set_self_range(0, 0);
+        let c = capture(3);
+        assert_eq!(c.frames().len(), 3);
+        assert!(c.frames().iter().all(|&f| f != 0));
+    }
+}

@@ -1,0 +1,309 @@
+//! The writer thread: turns messages into trace records, maps stack hashes to small ids, and puts a
+//! frame on disk at least every 100 ms, so SIGKILL loses at most the last moment.
+//!
+//! Never: call into the loader (`dl_iterate_phdr`, `dlsym`) while producers may be waiting on it, or
+//! block on anything a producer could hold. Its own allocations go through the shim's allocator.
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
+use memshim_trace::{
+    Alloc, End, EndReason, Event, Free, Map, Module, ModuleUnload, Note, ReallocFailed, Record,
+    StackDef, TraceWriter, Unmap,
+};
+
+use crate::config::Config;
+use crate::msg::Msg;
+use crate::{clock, session, symbolize};
+
+/// At most this long between two frames on disk.
+const FLUSH_EVERY: Duration = Duration::from_millis(100);
+/// A frame is cut when this many encoded bytes are pending.
+const BATCH_BYTES: usize = 1 << 20;
+/// Time allowed for in-process symbolization at exit.
+const SYMBOLIZE_BUDGET: Duration = Duration::from_secs(3);
+
+/// Starts the writer thread.
+pub fn spawn(w: Writer) -> io::Result<()> {
+    crate::threads::spawn(c"memshim-writer", move || w.run())
+}
+
+/// The writer's state.
+pub struct Writer {
+    rx: Option<Receiver<Msg>>,
+    out: TraceWriter<File>,
+    path: PathBuf,
+    cfg: Config,
+    pid: u32,
+    stack_ids: HashMap<u64, (u32, bool)>,
+    addresses: HashSet<u64>,
+    modules: HashMap<(String, u64), ()>,
+    dropped_written: u64,
+    events: u64,
+}
+
+impl Writer {
+    /// A writer for `path`, which already holds the header.
+    pub fn new(
+        rx: Receiver<Msg>,
+        out: TraceWriter<File>,
+        path: PathBuf,
+        initial_modules: Vec<Module>,
+        cfg: Config,
+        pid: u32,
+    ) -> Writer {
+        let mut w = Writer {
+            rx: Some(rx),
+            out,
+            path,
+            cfg,
+            pid,
+            stack_ids: HashMap::new(),
+            addresses: HashSet::new(),
+            modules: HashMap::new(),
+            dropped_written: 0,
+            events: 0,
+        };
+        if let Err(e) = w.update_modules(initial_modules) {
+            w.fail(&e);
+        }
+        w
+    }
+
+    fn run(mut self) {
+        let mut last_flush = Instant::now();
+        loop {
+            let Some(rx) = self.rx.as_ref() else { return };
+            let wait = FLUSH_EVERY.saturating_sub(last_flush.elapsed());
+            let step = match rx.recv_timeout(wait) {
+                Ok(msg) => self.handle(msg),
+                Err(RecvTimeoutError::Timeout) => Ok(None),
+                Err(RecvTimeoutError::Disconnected) => return,
+            };
+            let step = step.and_then(|shutdown| {
+                if self.out.pending_bytes() >= BATCH_BYTES || last_flush.elapsed() >= FLUSH_EVERY {
+                    self.flush()?;
+                    last_flush = Instant::now();
+                }
+                Ok(shutdown)
+            });
+            match step {
+                Ok(None) => {}
+                Ok(Some((reason, ack))) => {
+                    self.close(reason);
+                    let _ = ack.send(());
+                    return;
+                }
+                Err(e) => {
+                    self.fail(&e);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Records one message; returns the shutdown request if it was one.
+    fn handle(
+        &mut self,
+        msg: Msg,
+    ) -> io::Result<Option<(EndReason, crossbeam_channel::Sender<()>)>> {
+        self.events += 1;
+        let (t, tid, record) = match msg {
+            Msg::Alloc {
+                t,
+                tid,
+                func,
+                addr,
+                size,
+                stack,
+            } => {
+                let stack = self.stack_id(stack);
+                (
+                    t,
+                    tid,
+                    Record::Alloc(Alloc {
+                        func,
+                        addr,
+                        size,
+                        stack,
+                    }),
+                )
+            }
+            Msg::Free {
+                t,
+                tid,
+                addr,
+                realloc,
+            } => (t, tid, Record::Free(Free { addr, realloc })),
+            Msg::ReallocFailed { t, tid, addr } => {
+                (t, tid, Record::ReallocFailed(ReallocFailed { addr }))
+            }
+            Msg::Map {
+                t,
+                tid,
+                func,
+                addr,
+                len,
+                prot,
+                flags,
+                stack,
+            } => {
+                let stack = self.stack_id(stack);
+                let map = Map {
+                    func,
+                    addr,
+                    len,
+                    prot,
+                    flags,
+                    stack,
+                };
+                (t, tid, Record::Map(map))
+            }
+            Msg::Unmap { t, tid, addr, len } => (t, tid, Record::Unmap(Unmap { addr, len })),
+            Msg::Stack { hash, frames } => {
+                let next = self.stack_ids.len() as u32;
+                let entry = self.stack_ids.entry(hash).or_insert((next, false));
+                if entry.1 {
+                    return Ok(None);
+                }
+                entry.1 = true;
+                let id = entry.0;
+                self.addresses.extend(frames.iter().copied());
+                let def = StackDef {
+                    id,
+                    frames: frames.into_vec(),
+                };
+                (clock::monotonic_ns(), 0, Record::Stack(def))
+            }
+            Msg::Modules(mods) => {
+                self.update_modules(mods)?;
+                return Ok(None);
+            }
+            Msg::Shutdown { reason, ack } => return Ok(Some((reason, ack))),
+        };
+        self.out.push(&Event { t, tid, record })?;
+        Ok(None)
+    }
+
+    fn stack_id(&mut self, hash: u64) -> u32 {
+        let next = self.stack_ids.len() as u32;
+        self.stack_ids.entry(hash).or_insert((next, false)).0
+    }
+
+    /// Writes loads and unloads between the known map and `mods`.
+    fn update_modules(&mut self, mods: Vec<Module>) -> io::Result<()> {
+        let t = clock::monotonic_ns();
+        let now: HashSet<(String, u64)> = mods.iter().map(|m| (m.path.clone(), m.base)).collect();
+        let gone: Vec<(String, u64)> = self
+            .modules
+            .keys()
+            .filter(|k| !now.contains(*k))
+            .cloned()
+            .collect();
+        for (path, base) in gone {
+            self.modules.remove(&(path.clone(), base));
+            let rec = Record::ModuleUnload(ModuleUnload { path, base });
+            self.out.push(&Event {
+                t,
+                tid: 0,
+                record: rec,
+            })?;
+        }
+        for m in mods {
+            let key = (m.path.clone(), m.base);
+            if self.modules.insert(key, ()).is_none() {
+                self.out.push(&Event {
+                    t,
+                    tid: 0,
+                    record: Record::ModuleLoad(m),
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let dropped = session::dropped();
+        if dropped != self.dropped_written {
+            self.dropped_written = dropped;
+            self.out.push(&Event {
+                t: clock::monotonic_ns(),
+                tid: 0,
+                record: Record::Dropped(dropped),
+            })?;
+        }
+        self.out.flush_frame()
+    }
+
+    /// Drains what producers already sent, symbolizes, writes the end and says where the trace is.
+    fn close(&mut self, reason: EndReason) {
+        let result = self.drain_and_end(reason);
+        match result {
+            Ok(()) => session::say(&format!(
+                "trace written to {}; report it with: memshim report {}",
+                self.path.display(),
+                self.path.display()
+            )),
+            Err(e) => self.fail(&e),
+        }
+    }
+
+    fn drain_and_end(&mut self, reason: EndReason) -> io::Result<()> {
+        if let Some(rx) = self.rx.take() {
+            loop {
+                match rx.try_recv() {
+                    Ok(Msg::Shutdown { ack, .. }) => {
+                        let _ = ack.send(());
+                    }
+                    Ok(msg) => {
+                        self.handle(msg)?;
+                    }
+                    Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => break,
+                }
+            }
+            // Dropping the receiver here makes any late sender fail at once instead of waiting.
+        }
+        if self.cfg.symbolize && reason != EndReason::Exec {
+            let t = clock::monotonic_ns();
+            let addrs: Vec<u64> = self.addresses.iter().copied().collect();
+            let outcome = symbolize::resolve(&addrs, SYMBOLIZE_BUDGET);
+            for chunk in outcome.symbols.chunks(4096) {
+                self.out.push(&Event {
+                    t,
+                    tid: 0,
+                    record: Record::Symbols(chunk.to_vec()),
+                })?;
+            }
+            if let Some(text) = outcome.note {
+                self.out.push(&Event {
+                    t,
+                    tid: 0,
+                    record: Record::Note(Note { text }),
+                })?;
+            }
+        }
+        self.flush()?;
+        self.out.push(&Event {
+            t: clock::monotonic_ns(),
+            tid: 0,
+            record: Record::End(End {
+                reason,
+                dropped_events: session::dropped(),
+            }),
+        })?;
+        self.out.flush_frame()
+    }
+
+    /// Gives up after a write error: the trace so far is kept, the program goes on untraced.
+    fn fail(&mut self, e: &io::Error) {
+        self.rx = None;
+        session::fail(&format!(
+            "cannot write the trace file {} (pid {}): {e}",
+            self.path.display(),
+            self.pid
+        ));
+    }
+}
