@@ -27,11 +27,11 @@ impl Render for Text {
 
 impl Text {
     fn process(&self, p: &Process, out: &mut dyn Write) -> io::Result<()> {
-        let cmd = if p.argv.is_empty() {
+        let cmd = one_line(&if p.argv.is_empty() {
             p.exe.clone()
         } else {
             p.argv.join(" ")
-        };
+        });
         writeln!(out, "== {cmd}  (pid {}, {:.3} s)", p.pid, p.duration_s)?;
         let mut status = vec![match p.end {
             Some("exit") => "exited normally".to_string(),
@@ -127,5 +127,28 @@ fn frame_line(f: &FrameOut) -> String {
             format!("{func}  {short}:{line}")
         }
         _ => format!("{func}  ({module} {})", f.address),
+    }
+}
+
+/// A command line on one line of at most 100 characters.
+fn one_line(s: &str) -> String {
+    let flat: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let flat = flat.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > 100 {
+        format!("{}...", flat.chars().take(97).collect::<String>())
+    } else {
+        flat
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn commands_fit_on_one_line() {
+        assert_eq!(super::one_line("python -c \"\nimport x\n\""), "python -c \" import x \"");
+        assert_eq!(super::one_line(&"a".repeat(150)).chars().count(), 100);
     }
 }
