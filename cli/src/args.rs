@@ -20,6 +20,9 @@ pub enum Command {
         /// Directory for the traces (created if missing; default: ./memshim-<command>-<time>).
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
+        /// Print nothing of memshim's own, so stderr holds only the command's output.
+        #[arg(short, long)]
+        quiet: bool,
         /// The command and its arguments (put them after `--`).
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         command: Vec<String>,
@@ -71,7 +74,9 @@ mod tests {
         let cli =
             Cli::try_parse_from(["memshim", "run", "-o", "d", "--", "prog", "-o", "x"]).unwrap();
         match cli.command {
-            Command::Run { output, command } => {
+            Command::Run {
+                output, command, ..
+            } => {
                 assert_eq!(output, Some(PathBuf::from("d")));
                 assert_eq!(command, ["prog", "-o", "x"]);
             }

@@ -20,7 +20,11 @@ use clap::Parser;
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
     let result = match cli.command {
-        args::Command::Run { output, command } => cmd::run::run(output, command),
+        args::Command::Run {
+            output,
+            quiet,
+            command,
+        } => cmd::run::run(output, quiet, command),
         args::Command::Report {
             paths,
             format,

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use memshim_trace::{End, Header, Module, Record, SymFrame, TraceReader};
 
-use crate::analysis::{heap::Heap, mmap::Mappings};
+use crate::analysis::{device::Device, heap::Heap, mmap::Mappings};
 
 /// A module as loaded, with when it was loaded and unloaded.
 #[derive(Clone, Debug)]
@@ -51,6 +51,8 @@ pub struct Replayed {
     pub heap: Heap,
     /// The mapping analysis.
     pub mmap: Mappings,
+    /// The CUDA memory analysis.
+    pub device: Device,
 }
 
 /// The name of a record kind, for counts.
@@ -68,6 +70,11 @@ pub fn kind_name(r: &Record) -> &'static str {
         Record::Dropped(_) => "dropped",
         Record::Note(_) => "note",
         Record::End(_) => "end",
+        Record::DeviceAlloc(_) => "device_alloc",
+        Record::DeviceFree(_) => "device_free",
+        Record::CudaFailure(_) => "cuda_failure",
+        Record::MemInfo(_) => "mem_info",
+        Record::ManagedHint(_) => "managed_hint",
     }
 }
 
@@ -92,6 +99,7 @@ pub fn replay(path: &Path) -> Result<Replayed> {
         symbols: HashMap::new(),
         heap: Heap::default(),
         mmap: Mappings::default(),
+        device: Device::default(),
     };
     loop {
         let ev = match reader.next_event() {
@@ -108,8 +116,10 @@ pub fn replay(path: &Path) -> Result<Replayed> {
             r.last_t = r.last_t.max(ev.t);
         }
         match ev.record {
-            Record::Alloc(a) => r.heap.alloc(ev.t, ev.tid, &a),
-            Record::Free(f) => r.heap.free(ev.tid, &f),
+            Record::Alloc(a) => r.heap.alloc(ev.t, ev.tid, a.addr, a.size, a.stack),
+            Record::Free(f) => {
+                r.heap.free(ev.tid, f.addr, f.realloc);
+            }
             Record::ReallocFailed(f) => r.heap.realloc_failed(ev.tid, f.addr),
             Record::Map(m) => r.mmap.map(ev.tid, &m),
             Record::Unmap(u) => r.mmap.unmap(ev.tid, &u),
@@ -138,6 +148,11 @@ pub fn replay(path: &Path) -> Result<Replayed> {
                 r.dropped = r.dropped.max(e.dropped_events);
                 r.end = Some(e);
             }
+            Record::DeviceAlloc(a) => r.device.alloc(ev.t, ev.tid, &a),
+            Record::DeviceFree(f) => r.device.free(ev.tid, &f),
+            Record::CudaFailure(f) => r.device.failure(ev.t, ev.tid, f),
+            Record::MemInfo(m) => r.device.mem_info(&m),
+            Record::ManagedHint(h) => r.device.hint(&h),
         }
     }
     r.truncated = reader.truncated() || r.corrupt.is_some();

@@ -6,6 +6,7 @@
 //! | `MEMSHIM_STACK_DEPTH` | most frames kept per stack (1–256) | 64 |
 //! | `MEMSHIM_HEAP` | record the malloc family (`0` to turn off) | on |
 //! | `MEMSHIM_MMAP` | record anonymous mmap/munmap/mremap (`0` to turn off) | on |
+//! | `MEMSHIM_CUDA` | record CUDA driver memory calls (`0` to turn off) | on |
 //! | `MEMSHIM_SYMBOLIZE` | symbolize in-process at exit (`0` to leave it to the CLI) | on |
 //! | `MEMSHIM_COMPRESS` | zstd level for trace frames (`0` for none) | 3 |
 //! | `MEMSHIM_QUIET` | `1`: no line on stderr at exit | off |
@@ -25,6 +26,8 @@ pub struct Config {
     pub heap: bool,
     /// Record anonymous mappings.
     pub mmap: bool,
+    /// Record CUDA driver memory calls.
+    pub cuda: bool,
     /// Symbolize in-process at exit.
     pub symbolize: bool,
     /// zstd level, `None` for uncompressed frames.
@@ -55,6 +58,7 @@ impl Config {
         };
         let heap = flag("MEMSHIM_HEAP", true);
         let mmap = flag("MEMSHIM_MMAP", true);
+        let cuda = flag("MEMSHIM_CUDA", true);
         let symbolize = flag("MEMSHIM_SYMBOLIZE", true);
         let quiet = flag("MEMSHIM_QUIET", false);
         let disabled = flag("MEMSHIM_DISABLE", false);
@@ -88,6 +92,7 @@ impl Config {
             stack_depth,
             heap,
             mmap,
+            cuda,
             symbolize,
             compress,
             quiet,

@@ -27,6 +27,8 @@
 mod bootstrap;
 mod clock;
 mod config;
+#[cfg(not(test))]
+mod cuda;
 mod global_alloc;
 mod guard;
 #[cfg(not(test))]

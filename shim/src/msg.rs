@@ -1,6 +1,6 @@
 //! What producers hand the writer thread over the channel: fixed-size, plain data, stacks by hash.
 use crossbeam_channel::Sender;
-use memshim_trace::{AllocFn, EndReason, MapFn, Module};
+use memshim_trace::{AllocFn, EndReason, MapFn, Module, Record};
 
 /// One message to the writer.
 pub enum Msg {
@@ -44,6 +44,17 @@ pub enum Msg {
     Stack { hash: u64, frames: Box<[u64]> },
     /// The module map changed; this is the whole new map.
     Modules(Vec<Module>),
+    /// A CUDA event; its record's stack field is filled in by the writer from `stack`.
+    Cuda(Box<CudaMsg>),
     /// Close the trace and acknowledge when it is on disk.
     Shutdown { reason: EndReason, ack: Sender<()> },
+}
+
+/// A CUDA event (boxed: rarer and larger than heap events, it must not grow every message).
+pub struct CudaMsg {
+    pub t: u64,
+    pub tid: u32,
+    /// The stack hash for records that carry a stack.
+    pub stack: Option<u64>,
+    pub record: Record,
 }

@@ -23,6 +23,9 @@ extern "C" {
     fn __libc_memalign(align: usize, size: usize) -> *mut c_void;
 }
 
+/// glibc's own `dlsym`, found with `dlvsym` because the shim exports a `dlsym` of its own.
+static REAL_DLSYM: AtomicUsize = AtomicUsize::new(0);
+
 const UNRESOLVED: u8 = 0;
 const RESOLVING: u8 = 1;
 const RESOLVED: u8 = 2;
@@ -70,7 +73,6 @@ symbols! {
     MALLOC = c"malloc";
     CALLOC = c"calloc";
     REALLOC = c"realloc";
-    REALLOCARRAY = c"reallocarray";
     FREE = c"free";
     POSIX_MEMALIGN = c"posix_memalign";
     ALIGNED_ALLOC = c"aligned_alloc";
@@ -86,6 +88,7 @@ symbols! {
     EXECVP = c"execvp";
     EXECVPE = c"execvpe";
     FEXECVE = c"fexecve";
+    DLCLOSE = c"dlclose";
     UNDERSCORE_EXIT = c"_exit";
     UNDERSCORE_CAPITAL_EXIT = c"_Exit";
 }
@@ -107,9 +110,17 @@ fn resolve_slow() -> bool {
     match STATE.compare_exchange(UNRESOLVED, RESOLVING, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => {
             RESOLVER.with(|r| r.set(true));
+            for version in [c"GLIBC_2.34", c"GLIBC_2.2.5"] {
+                // SAFETY: RTLD_NEXT is a valid pseudo-handle; both strings are NUL-terminated.
+                let p =
+                    unsafe { libc::dlvsym(libc::RTLD_NEXT, c"dlsym".as_ptr(), version.as_ptr()) };
+                if !p.is_null() {
+                    REAL_DLSYM.store(p as usize, Ordering::Relaxed);
+                    break;
+                }
+            }
             for sym in ALL {
-                // SAFETY: RTLD_NEXT is a valid pseudo-handle and the name is a NUL-terminated literal.
-                let p = unsafe { libc::dlsym(libc::RTLD_NEXT, sym.name.as_ptr()) };
+                let p = dlsym(libc::RTLD_NEXT, sym.name);
                 sym.addr.store(p as usize, Ordering::Relaxed);
             }
             RESOLVER.with(|r| r.set(false));
@@ -124,6 +135,31 @@ fn resolve_slow() -> bool {
             true
         }
     }
+}
+
+/// glibc's `dlsym`, called from inside the shim (so `RTLD_NEXT` means "after libmemshim").
+pub fn dlsym(handle: *mut c_void, name: &CStr) -> *mut c_void {
+    real_dlsym_raw(handle, name.as_ptr())
+}
+
+/// glibc's `dlsym` for a raw name pointer; null when it is not known yet.
+pub fn real_dlsym_raw(handle: *mut c_void, name: *const c_char) -> *mut c_void {
+    let a = REAL_DLSYM.load(Ordering::Acquire);
+    if a == 0 {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: REAL_DLSYM holds glibc's dlsym, found by dlvsym, whose signature this is.
+    unsafe {
+        std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut c_void>(
+            a,
+        )(handle, name)
+    }
+}
+
+/// The address of glibc's `dlsym`, resolving first if needed (0 when unavailable).
+pub fn real_dlsym_addr() -> usize {
+    ensure_resolved();
+    REAL_DLSYM.load(Ordering::Acquire)
 }
 
 /// Calls the symbol's function if it resolved, else `fallback`.
@@ -189,20 +225,11 @@ pub fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
     })
 }
 
-/// The next `reallocarray`, or `realloc` with the overflow check when it does not exist.
+/// `reallocarray` as glibc defines it: `realloc` with an overflow check. Not forwarded to the next
+/// `reallocarray`, because glibc's calls `realloc` through the PLT, which would land in the shim's
+/// `realloc` hook and record the call twice.
 #[inline]
 pub fn reallocarray(p: *mut c_void, n: usize, size: usize) -> *mut c_void {
-    if !bootstrap::owns(p) {
-        if let Some(a) = REALLOCARRAY.get() {
-            // SAFETY: resolved by dlsym for "reallocarray", whose signature this is.
-            return unsafe {
-                std::mem::transmute::<
-                    usize,
-                    unsafe extern "C" fn(*mut c_void, usize, usize) -> *mut c_void,
-                >(a)(p, n, size)
-            };
-        }
-    }
     match n.checked_mul(size) {
         Some(total) => realloc(p, total),
         None => {
@@ -421,6 +448,11 @@ pub fn fexecve(fd: c_int, argv: Argv, envp: Argv) -> c_int {
         (fd, argv, envp),
         missing()
     )
+}
+
+/// The next `dlclose`.
+pub fn dlclose(handle: *mut c_void) -> c_int {
+    call!(DLCLOSE, fn(*mut c_void) -> c_int, (handle), missing())
 }
 
 /// The next `_exit`; never returns.

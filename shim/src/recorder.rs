@@ -15,6 +15,12 @@ use crate::{clock, guard, session, stacks, sys};
 #[inline(always)]
 fn record(active: fn() -> bool, f: impl FnOnce()) {
     let Some(_g) = guard::enter() else { return };
+    record_guarded(active, f);
+}
+
+/// As [`record`], for a caller that already holds the guard.
+#[inline(always)]
+pub fn record_guarded(active: fn() -> bool, f: impl FnOnce()) {
     let saved = sys::errno();
     if active() && catch_unwind(AssertUnwindSafe(f)).is_err() {
         session::fail("internal error in the recorder");
@@ -24,7 +30,7 @@ fn record(active: fn() -> bool, f: impl FnOnce()) {
 
 /// Captures the caller's stack and returns its hash, sending the frames if they are new.
 #[inline(always)]
-fn stack_hash() -> u64 {
+pub fn stack_hash() -> u64 {
     let depth = session::config().map_or(64, |c| c.stack_depth);
     let captured = stacks::capture(depth);
     let frames = captured.frames();

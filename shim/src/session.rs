@@ -38,6 +38,7 @@ static FORKED: AtomicBool = AtomicBool::new(false);
 static WARNED: AtomicBool = AtomicBool::new(false);
 static HEAP_ON: AtomicBool = AtomicBool::new(false);
 static MMAP_ON: AtomicBool = AtomicBool::new(false);
+static CUDA_ON: AtomicBool = AtomicBool::new(false);
 static CONFIG: OnceLock<Config> = OnceLock::new();
 static SEEN: OnceLock<stacks::SeenTable> = OnceLock::new();
 
@@ -59,6 +60,7 @@ pub fn init() {
     }
     HEAP_ON.store(cfg.heap, Ordering::Relaxed);
     MMAP_ON.store(cfg.mmap, Ordering::Relaxed);
+    CUDA_ON.store(cfg.cuda, Ordering::Relaxed);
     sys::atfork_child(after_fork_in_child);
     STATE.store(STARTING, Ordering::SeqCst);
     begin();
@@ -74,6 +76,18 @@ pub fn heap_active() -> bool {
 #[inline]
 pub fn mmap_active() -> bool {
     MMAP_ON.load(Ordering::Relaxed) && active()
+}
+
+/// Whether CUDA interception is switched on (wrappers are handed out even before tracing starts).
+#[inline]
+pub fn cuda_enabled() -> bool {
+    config().is_none_or(|c| c.cuda && !c.disabled)
+}
+
+/// Whether CUDA events are being recorded now.
+#[inline]
+pub fn cuda_active() -> bool {
+    CUDA_ON.load(Ordering::Relaxed) && active()
 }
 
 #[inline]
@@ -115,9 +129,7 @@ fn begin() {
 fn open_trace() -> Result<(), String> {
     let cfg = CONFIG.get().ok_or("the shim was not initialised")?;
     let pid = sys::getpid();
-    let exe = std::fs::read_link("/proc/self/exe")
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let exe = exe_path();
     let argv = sys::read_proc("/proc/self/cmdline")
         .map(|b| {
             b.split(|&c| c == 0)
@@ -220,10 +232,7 @@ pub fn finish(reason: EndReason) -> bool {
         return false;
     }
     // The loader's lock is free here (glibc releases it before running destructors).
-    let exe = std::fs::read_link("/proc/self/exe")
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    send(Msg::Modules(modules::scan(&exe)));
+    send(Msg::Modules(modules::scan(&exe_path())));
     let (ack_tx, ack_rx) = bounded(1);
     send(Msg::Shutdown {
         reason,
@@ -231,6 +240,22 @@ pub fn finish(reason: EndReason) -> bool {
     });
     let _ = ack_rx.recv_timeout(EXIT_WAIT);
     true
+}
+
+/// Sends the current module map (the writer records what changed), when this process is traced.
+pub fn record_modules() {
+    if STATE.load(Ordering::Acquire) != RUNNING
+        || OWNER_PID.load(Ordering::Acquire) != sys::getpid()
+    {
+        return;
+    }
+    send(Msg::Modules(modules::scan(&exe_path())));
+}
+
+fn exe_path() -> String {
+    std::fs::read_link("/proc/self/exe")
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// Before exec: close the trace so nothing is lost when the image is replaced.

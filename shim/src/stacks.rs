@@ -21,6 +21,11 @@ pub fn set_self_range(lo: usize, hi: usize) {
     SELF_HI.store(hi, Ordering::Relaxed);
 }
 
+/// True when `addr` is in the shim's own code.
+pub fn in_self(addr: usize) -> bool {
+    addr >= SELF_LO.load(Ordering::Relaxed) && addr < SELF_HI.load(Ordering::Relaxed)
+}
+
 /// Starts a new generation of stack hashes, so a fork child re-sends every stack to its own trace.
 pub fn new_epoch() {
     EPOCH.fetch_add(1, Ordering::Relaxed);

@@ -16,7 +16,7 @@ use memshim_trace::{
 };
 
 use crate::config::Config;
-use crate::msg::Msg;
+use crate::msg::{CudaMsg, Msg};
 use crate::{clock, session, symbolize};
 
 /// At most this long between two frames on disk.
@@ -178,6 +178,19 @@ impl Writer {
                 };
                 (clock::monotonic_ns(), 0, Record::Stack(def))
             }
+            Msg::Cuda(m) => {
+                let CudaMsg {
+                    t,
+                    tid,
+                    stack,
+                    mut record,
+                } = *m;
+                if let Some(hash) = stack {
+                    let id = self.stack_id(hash);
+                    set_stack(&mut record, id);
+                }
+                (t, tid, record)
+            }
             Msg::Modules(mods) => {
                 self.update_modules(mods)?;
                 return Ok(None);
@@ -305,5 +318,15 @@ impl Writer {
             self.path.display(),
             self.pid
         ));
+    }
+}
+
+/// Puts a stack id into the records that carry one.
+fn set_stack(record: &mut Record, id: u32) {
+    match record {
+        Record::DeviceAlloc(r) => r.stack = id,
+        Record::CudaFailure(r) => r.stack = id,
+        Record::ManagedHint(r) => r.stack = id,
+        _ => {}
     }
 }

@@ -26,8 +26,9 @@ pub use error::Error;
 pub use header::{Clock, Header, FORMAT_VERSION, MAGIC};
 pub use reader::TraceReader;
 pub use record::{
-    Alloc, AllocFn, End, EndReason, Event, Free, Map, MapFn, Module, ModuleUnload, Note,
-    ReallocFailed, Record, Segment, StackDef, SymFrame, Symbol, Unmap,
+    Alloc, AllocFn, CudaApi, CudaFailure, DeviceAlloc, DeviceFree, DeviceMemory, End, EndReason,
+    Event, Free, ManagedHint, Map, MapFn, MemInfo, Module, ModuleUnload, Note, ReallocFailed,
+    Record, Segment, StackDef, SymFrame, Symbol, Unmap,
 };
 pub use writer::TraceWriter;
 

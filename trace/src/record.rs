@@ -43,6 +43,16 @@ pub enum Record {
     Note(Note),
     /// The shim closed the trace in an orderly way. A trace without it is truncated.
     End(End),
+    /// A CUDA allocation succeeded (device, managed, pinned host, registered, reserved or physical).
+    DeviceAlloc(DeviceAlloc),
+    /// A CUDA allocation is about to be released (recorded before the real call).
+    DeviceFree(DeviceFree),
+    /// A CUDA memory call failed.
+    CudaFailure(CudaFailure),
+    /// What the driver said about free and total device memory (`cuMemGetInfo`).
+    MemInfo(MemInfo),
+    /// A unified-memory hint: prefetch or advise.
+    ManagedHint(ManagedHint),
 }
 
 /// Which allocation function was called.
@@ -221,4 +231,139 @@ pub struct End {
     pub reason: EndReason,
     /// Events the shim could not record.
     pub dropped_events: u64,
+}
+
+/// The CUDA driver call that was made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CudaApi {
+    /// `cuMemAlloc`.
+    MemAlloc,
+    /// `cuMemAllocPitch`.
+    MemAllocPitch,
+    /// `cuMemAllocManaged`.
+    MemAllocManaged,
+    /// `cuMemAllocAsync`.
+    MemAllocAsync,
+    /// `cuMemAllocFromPoolAsync`.
+    MemAllocFromPoolAsync,
+    /// `cuMemFree`.
+    MemFree,
+    /// `cuMemFreeAsync`.
+    MemFreeAsync,
+    /// `cuMemHostAlloc`.
+    MemHostAlloc,
+    /// `cuMemAllocHost`.
+    MemAllocHost,
+    /// `cuMemFreeHost`.
+    MemFreeHost,
+    /// `cuMemHostRegister`.
+    MemHostRegister,
+    /// `cuMemHostUnregister`.
+    MemHostUnregister,
+    /// `cuMemAddressReserve`.
+    MemAddressReserve,
+    /// `cuMemAddressFree`.
+    MemAddressFree,
+    /// `cuMemCreate`.
+    MemCreate,
+    /// `cuMemRelease`.
+    MemRelease,
+    /// `cuMemMap`.
+    MemMap,
+    /// `cuMemUnmap`.
+    MemUnmap,
+    /// `cuMemPrefetchAsync`.
+    MemPrefetchAsync,
+    /// `cuMemAdvise`.
+    MemAdvise,
+    /// `cuMemGetInfo`.
+    MemGetInfo,
+}
+
+/// What kind of memory a CUDA allocation is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum DeviceMemory {
+    /// Device memory (`cuMemAlloc*`, async and pool allocations).
+    Device,
+    /// Unified (managed) memory.
+    Managed,
+    /// Page-locked host memory allocated by CUDA.
+    PinnedHost,
+    /// Host memory the program allocated and pinned with `cuMemHostRegister`.
+    Registered,
+    /// Reserved virtual address space (`cuMemAddressReserve`): no memory behind it by itself.
+    Reserved,
+    /// Physical memory of the virtual-memory API (`cuMemCreate`); `addr` is its handle.
+    Physical,
+    /// A physical allocation mapped into reserved space (`cuMemMap`); `addr` is the mapped address.
+    Mapped,
+}
+
+/// A successful CUDA allocation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceAlloc {
+    /// The call.
+    pub api: CudaApi,
+    /// The kind of memory.
+    pub kind: DeviceMemory,
+    /// The address (or, for physical memory, the handle).
+    pub addr: u64,
+    /// Bytes.
+    pub size: u64,
+    /// The device ordinal of the current context, -1 when unknown.
+    pub device: i32,
+    /// The stack id of the call.
+    pub stack: u32,
+}
+
+/// A CUDA release.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceFree {
+    /// The call.
+    pub api: CudaApi,
+    /// The kind of memory released.
+    pub kind: DeviceMemory,
+    /// The address (or handle) released.
+    pub addr: u64,
+}
+
+/// A failed CUDA memory call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CudaFailure {
+    /// The call.
+    pub api: CudaApi,
+    /// The bytes it asked for (0 when it asked for none).
+    pub size: u64,
+    /// The `CUresult` it returned.
+    pub result: i32,
+    /// The device ordinal of the current context, -1 when unknown.
+    pub device: i32,
+    /// The stack id of the call.
+    pub stack: u32,
+}
+
+/// A `cuMemGetInfo` answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemInfo {
+    /// The device ordinal of the current context, -1 when unknown.
+    pub device: i32,
+    /// Free bytes.
+    pub free: u64,
+    /// Total bytes.
+    pub total: u64,
+}
+
+/// A unified-memory prefetch or advice.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManagedHint {
+    /// `MemPrefetchAsync` or `MemAdvise`.
+    pub api: CudaApi,
+    /// Start of the range.
+    pub addr: u64,
+    /// Bytes.
+    pub size: u64,
+    /// The destination device (prefetch) or the advice value (advise).
+    pub value: i32,
+    /// The stack id of the call.
+    pub stack: u32,
 }

@@ -3,8 +3,6 @@
 //! else, as heaptrack defines them).
 use std::collections::HashMap;
 
-use memshim_trace::{Alloc, Free};
-
 use super::SiteStats;
 
 #[derive(Clone, Copy, Debug)]
@@ -37,46 +35,45 @@ pub struct Heap {
 }
 
 impl Heap {
-    /// An allocation.
-    pub fn alloc(&mut self, t: u64, tid: u32, a: &Alloc) {
-        if let Some(old) = self.live.remove(&a.addr) {
+    /// An allocation of `size` bytes at `addr` from stack `stack`.
+    pub fn alloc(&mut self, t: u64, tid: u32, addr: u64, size: u64, stack: u32) {
+        if let Some(old) = self.live.remove(&addr) {
             // Its free was never seen (freed through a path the shim does not see): forget it.
             self.release(old);
         }
         self.realloc_freed.remove(&tid);
-        let block = Block {
-            size: a.size,
-            stack: a.stack,
-        };
-        self.live.insert(a.addr, block);
-        let site = self.sites.entry(a.stack).or_default();
+        let block = Block { size, stack };
+        self.live.insert(addr, block);
+        let site = self.sites.entry(stack).or_default();
         site.allocations += 1;
-        site.allocated_bytes += a.size;
+        site.allocated_bytes += size;
         site.live_count += 1;
-        site.live_bytes += a.size;
+        site.live_bytes += size;
         self.allocations += 1;
-        self.allocated_bytes += a.size;
-        self.live_bytes += a.size;
+        self.allocated_bytes += size;
+        self.live_bytes += size;
         if self.live_bytes > self.peak_bytes {
             self.peak_bytes = self.live_bytes;
             self.peak_t = t;
         }
-        self.last_alloc.insert(tid, a.addr);
+        self.last_alloc.insert(tid, addr);
     }
 
-    /// A free. Blocks allocated before tracing started are not known and are ignored.
-    pub fn free(&mut self, tid: u32, f: &Free) {
-        let Some(block) = self.live.remove(&f.addr) else {
-            return;
+    /// A free; returns the bytes released. Blocks allocated before tracing started are not known and
+    /// are ignored (0 bytes).
+    pub fn free(&mut self, tid: u32, addr: u64, realloc: bool) -> u64 {
+        let Some(block) = self.live.remove(&addr) else {
+            return 0;
         };
         self.frees += 1;
         self.release(block);
-        if f.realloc {
-            self.realloc_freed.insert(tid, (f.addr, block));
-        } else if self.last_alloc.get(&tid) == Some(&f.addr) {
+        if realloc {
+            self.realloc_freed.insert(tid, (addr, block));
+        } else if self.last_alloc.get(&tid) == Some(&addr) {
             self.temporary += 1;
         }
         self.last_alloc.remove(&tid);
+        block.size
     }
 
     /// A realloc failed: its block, freed a moment ago on this thread, is live again.
@@ -115,23 +112,13 @@ impl Heap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memshim_trace::AllocFn;
 
     fn alloc(h: &mut Heap, t: u64, tid: u32, addr: u64, size: u64, stack: u32) {
-        h.alloc(
-            t,
-            tid,
-            &Alloc {
-                func: AllocFn::Malloc,
-                addr,
-                size,
-                stack,
-            },
-        );
+        h.alloc(t, tid, addr, size, stack);
     }
 
     fn free(h: &mut Heap, tid: u32, addr: u64, realloc: bool) {
-        h.free(tid, &Free { addr, realloc });
+        h.free(tid, addr, realloc);
     }
 
     #[test]

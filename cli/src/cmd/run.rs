@@ -14,7 +14,7 @@ use crate::traces;
 const LIB_NAME: &str = "libmemshim.so";
 
 /// Runs the subcommand; returns the exit code to leave with (the command's own).
-pub fn run(output: Option<PathBuf>, command: Vec<String>) -> Result<u8> {
+pub fn run(output: Option<PathBuf>, quiet: bool, command: Vec<String>) -> Result<u8> {
     let lib = find_lib()?;
     let program = command.first().context("no command was given after --")?;
     let dir = match output {
@@ -53,13 +53,15 @@ pub fn run(output: Option<PathBuf>, command: Vec<String>) -> Result<u8> {
         (None, Some(s)) => format!("was killed by signal {s}"),
         _ => "ended".into(),
     };
-    eprintln!(
-        "memshim: {program} {how}; {} trace{} in {}; report: memshim report {}",
-        found.len(),
-        if found.len() == 1 { "" } else { "s" },
-        dir.display(),
-        dir.display()
-    );
+    if !quiet {
+        eprintln!(
+            "memshim: {program} {how}; {} trace{} in {}; report: memshim report {}",
+            found.len(),
+            if found.len() == 1 { "" } else { "s" },
+            dir.display(),
+            dir.display()
+        );
+    }
     Ok(match (status.code(), status.signal()) {
         (Some(c), _) => c as u8,
         (None, Some(s)) => 128u8.wrapping_add(s as u8),

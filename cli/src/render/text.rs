@@ -148,7 +148,10 @@ fn one_line(s: &str) -> String {
 mod tests {
     #[test]
     fn commands_fit_on_one_line() {
-        assert_eq!(super::one_line("python -c \"\nimport x\n\""), "python -c \" import x \"");
+        assert_eq!(
+            super::one_line("python -c \"\nimport x\n\""),
+            "python -c \" import x \""
+        );
         assert_eq!(super::one_line(&"a".repeat(150)).chars().count(), 100);
     }
 }

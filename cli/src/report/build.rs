@@ -23,6 +23,8 @@ fn process(t: &Replayed) -> Process {
     let ns_to_s = |ns: u64| ns.saturating_sub(t.header.clock_start_ns) as f64 / 1e9;
     let host = leak_class(t, &mut sym, t.heap.sites());
     let mmap = leak_class(t, &mut sym, t.mmap.sites());
+    let [device, managed, pinned, registered] = super::device::leaks(t, &mut sym);
+    let device_section = super::device::section(t, &mut sym, &device);
     let mut notes = t.notes.clone();
     if let Some(c) = &t.corrupt {
         notes.push(format!("reading stopped early: {c}"));
@@ -65,12 +67,20 @@ fn process(t: &Replayed) -> Process {
         leaks: Leaks {
             host,
             mmap,
-            device: LeakClass::default(),
+            device,
+            managed,
+            pinned,
+            registered,
         },
+        device: device_section,
     }
 }
 
-fn leak_class(t: &Replayed, sym: &mut Symbolizer, sites: &HashMap<u32, SiteStats>) -> LeakClass {
+pub fn leak_class(
+    t: &Replayed,
+    sym: &mut Symbolizer,
+    sites: &HashMap<u32, SiteStats>,
+) -> LeakClass {
     let live = live_sites(sites);
     LeakClass {
         bytes: live.iter().map(|(_, s)| s.live_bytes).sum(),
@@ -88,7 +98,7 @@ fn leak_class(t: &Replayed, sym: &mut Symbolizer, sites: &HashMap<u32, SiteStats
     }
 }
 
-fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
+pub fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
     let Some(addrs) = t.stacks.get(&stack) else {
         return Vec::new();
     };

@@ -32,6 +32,7 @@ pub struct Process {
     pub notes: Vec<String>,
     pub heap: HeapSummary,
     pub leaks: Leaks,
+    pub device: DeviceSection,
 }
 
 /// Heap totals over the run.
@@ -54,8 +55,100 @@ pub struct Leaks {
     pub host: LeakClass,
     /// Anonymous mappings.
     pub mmap: LeakClass,
-    /// Device memory (recorded by the CUDA hooks; empty without them).
+    /// Device memory (`cuMemAlloc*`, async and pool allocations, and `cuMemCreate` physical memory).
     pub device: LeakClass,
+    /// Unified (managed) memory.
+    pub managed: LeakClass,
+    /// Page-locked host memory allocated by CUDA.
+    pub pinned: LeakClass,
+    /// Host memory still registered (pinned) with `cuMemHostRegister`.
+    pub registered: LeakClass,
+}
+
+/// CUDA memory over the run.
+#[derive(Serialize, Debug, Default)]
+pub struct DeviceSection {
+    /// True when the process made any CUDA memory call the shim saw.
+    pub seen: bool,
+    /// Device allocations (device memory and physical memory).
+    pub allocations: u64,
+    pub frees: u64,
+    pub allocated_bytes: u64,
+    pub live_bytes: u64,
+    pub peak_bytes: u64,
+    pub peak_time_s: f64,
+    /// One row per kind of CUDA memory.
+    pub kinds: Vec<KindRow>,
+    /// One row per GPU.
+    pub devices: Vec<DeviceRow>,
+    /// Failed calls.
+    pub failures: Vec<FailureOut>,
+    /// `cuMemGetInfo` calls.
+    pub mem_info_calls: u64,
+    pub managed_hints: ManagedHints,
+    /// Conclusions in plain words, each with its evidence.
+    pub findings: Vec<Finding>,
+}
+
+/// One kind of CUDA memory.
+#[derive(Serialize, Debug)]
+pub struct KindRow {
+    /// device, managed, pinned, registered, reserved, physical or mapped.
+    pub kind: &'static str,
+    pub allocations: u64,
+    pub allocated_bytes: u64,
+    pub live_bytes: u64,
+    pub live_count: u64,
+    pub peak_bytes: u64,
+}
+
+/// One GPU.
+#[derive(Serialize, Debug)]
+pub struct DeviceRow {
+    /// The device ordinal, -1 when the context was unknown.
+    pub device: i32,
+    pub live_bytes: u64,
+    pub peak_bytes: u64,
+    pub peak_time_s: f64,
+    /// Total memory as the driver reported it; null when the program never asked.
+    pub total_bytes: Option<u64>,
+    /// The least free memory the driver reported; null when never asked.
+    pub min_free_bytes: Option<u64>,
+}
+
+/// A failed CUDA call.
+#[derive(Serialize, Debug)]
+pub struct FailureOut {
+    pub api: String,
+    pub size: u64,
+    pub result: i32,
+    pub error: String,
+    pub device: i32,
+    pub time_s: f64,
+    /// Device bytes the program held when it failed.
+    pub live_device_bytes: u64,
+    /// True when the same size was allocated again on the same thread after frees.
+    pub retried_after_freeing: bool,
+    /// The bytes freed before that retry.
+    pub freed_before_retry: u64,
+    pub frames: Vec<FrameOut>,
+}
+
+/// Unified-memory hints.
+#[derive(Serialize, Debug, Default)]
+pub struct ManagedHints {
+    pub prefetch_calls: u64,
+    pub prefetch_bytes: u64,
+    pub advise_calls: u64,
+}
+
+/// A conclusion.
+#[derive(Serialize, Debug)]
+pub struct Finding {
+    /// A short, stable identifier.
+    pub kind: &'static str,
+    /// The conclusion and its evidence, in plain words.
+    pub text: String,
 }
 
 /// Leaks of one kind.

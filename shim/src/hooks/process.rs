@@ -48,6 +48,16 @@ pub extern "C" fn fexecve(fd: c_int, argv: Argv, envp: Argv) -> c_int {
     around_exec(|| real::fexecve(fd, argv, envp))
 }
 
+/// `dlclose`: the module map is recorded first, so a library loaded and unloaded between two
+/// samples is still known, and its frames can be named. (`dlopen` is not hooked: glibc resolves a
+/// library's search path from its caller, which a wrapper would change; the sampler sees new modules
+/// within 100 ms, and this hook catches any that leave sooner.)
+#[no_mangle]
+pub extern "C" fn dlclose(handle: *mut std::ffi::c_void) -> c_int {
+    recorder::lifecycle(session::record_modules);
+    real::dlclose(handle)
+}
+
 /// `_exit`.
 #[no_mangle]
 pub extern "C" fn _exit(status: c_int) -> ! {

@@ -1,0 +1,24 @@
+//! CUDA driver interception: every device, managed, pinned and virtual-memory allocation, whichever
+//! path the program took to the driver.
+//!
+//! Programs reach the driver three ways, and all three end at the same wrappers (one per driver export,
+//! in `api`), so each call is counted exactly once:
+//! - by symbol (`-lcuda`): the wrappers are exported under the driver's own names;
+//! - by `dlsym(handle, "cuMemAlloc_v2")`: the shim's `dlsym` (see `dlsym`) hands back the wrapper;
+//! - by `cuGetProcAddress` (nvcc's static runtime, libcudart, PyTorch's driver entry points): the
+//!   shim's `cuGetProcAddress*` wrappers swap the returned pointer for the wrapper, honouring the
+//!   caller's `cudaVersion` and per-thread-stream `flags` (see `table`).
+//!
+//! The guard is held across the real driver call, so the driver's own mallocs and mmaps are not
+//! reported as the program's. A process that never loads libcuda pays nothing.
+pub mod api;
+pub mod dlsym;
+pub mod record;
+pub mod table;
+
+/// `CUresult`.
+pub type CUresult = libc::c_int;
+/// `CUDA_SUCCESS`.
+pub const CUDA_SUCCESS: CUresult = 0;
+/// `CUDA_ERROR_NOT_INITIALIZED`, returned when the driver's function cannot be found.
+pub const CUDA_ERROR_NOT_INITIALIZED: CUresult = 3;

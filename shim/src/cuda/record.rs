@@ -1,0 +1,138 @@
+//! Turning wrapped CUDA calls into messages (called with the guard held).
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use memshim_trace::{
+    CudaApi, CudaFailure, DeviceAlloc, DeviceFree, DeviceMemory, ManagedHint, MemInfo, Record,
+};
+
+use crate::msg::{CudaMsg, Msg};
+use crate::recorder::{record_guarded, stack_hash};
+use crate::{clock, guard, real, session};
+
+fn send(record: Record, with_stack: bool) {
+    record_guarded(session::cuda_active, || {
+        let t = clock::monotonic_ns();
+        let stack = with_stack.then(stack_hash);
+        session::send(Msg::Cuda(Box::new(CudaMsg {
+            t,
+            tid: guard::tid(),
+            stack,
+            record,
+        })));
+    });
+}
+
+/// A successful allocation.
+pub fn alloc(api: CudaApi, kind: DeviceMemory, addr: u64, size: u64) {
+    let device = current_device();
+    send(
+        Record::DeviceAlloc(DeviceAlloc {
+            api,
+            kind,
+            addr,
+            size,
+            device,
+            stack: 0,
+        }),
+        true,
+    );
+}
+
+/// A release, before the real call.
+pub fn free(api: CudaApi, kind: DeviceMemory, addr: u64) {
+    send(Record::DeviceFree(DeviceFree { api, kind, addr }), false);
+}
+
+/// A failed call.
+pub fn failure(api: CudaApi, size: u64, result: i32) {
+    let device = current_device();
+    send(
+        Record::CudaFailure(CudaFailure {
+            api,
+            size,
+            result,
+            device,
+            stack: 0,
+        }),
+        true,
+    );
+}
+
+/// A `cuMemGetInfo` answer.
+pub fn mem_info(free: u64, total: u64) {
+    let device = current_device();
+    send(
+        Record::MemInfo(MemInfo {
+            device,
+            free,
+            total,
+        }),
+        false,
+    );
+}
+
+/// A prefetch or advice.
+pub fn hint(api: CudaApi, addr: u64, size: u64, value: i32) {
+    send(
+        Record::ManagedHint(ManagedHint {
+            api,
+            addr,
+            size,
+            value,
+            stack: 0,
+        }),
+        true,
+    );
+}
+
+const UNRESOLVED: usize = 0;
+const UNAVAILABLE: usize = 1;
+static CTX_GET_DEVICE: AtomicUsize = AtomicUsize::new(UNRESOLVED);
+
+/// The device of the calling thread's current context, -1 when there is none or it cannot be asked.
+fn current_device() -> i32 {
+    let mut f = CTX_GET_DEVICE.load(Ordering::Acquire);
+    if f == UNRESOLVED {
+        f = resolve_ctx_get_device();
+        CTX_GET_DEVICE.store(f, Ordering::Release);
+    }
+    if f == UNAVAILABLE {
+        return -1;
+    }
+    let mut dev: libc::c_int = -1;
+    // SAFETY: `f` is the driver's cuCtxGetDevice(CUdevice*), found by dlsym; `dev` is writable.
+    #[allow(unsafe_code)]
+    let r = unsafe {
+        std::mem::transmute::<usize, unsafe extern "C" fn(*mut libc::c_int) -> i32>(f)(&mut dev)
+    };
+    if r == 0 {
+        dev
+    } else {
+        -1
+    }
+}
+
+fn resolve_ctx_get_device() -> usize {
+    let name = c"cuCtxGetDevice";
+    let mut p = real::dlsym(libc::RTLD_NEXT, name);
+    if p.is_null() {
+        // libcudart loads libcuda with RTLD_LOCAL: ask it by handle, without loading anything new.
+        // SAFETY: a NUL-terminated name; RTLD_NOLOAD never loads a library.
+        #[allow(unsafe_code)]
+        let h: *mut c_void = unsafe {
+            libc::dlopen(
+                c"libcuda.so.1".as_ptr(),
+                libc::RTLD_LAZY | libc::RTLD_NOLOAD,
+            )
+        };
+        if !h.is_null() {
+            p = real::dlsym(h, name);
+        }
+    }
+    if p.is_null() {
+        UNAVAILABLE
+    } else {
+        p as usize
+    }
+}

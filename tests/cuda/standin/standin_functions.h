@@ -1,0 +1,286 @@
+/* standin_functions.h - the driver entry points of libcuda_standin.c (included once, near its end).
+ *
+ * Each entry point is `static CUresult i_NAME(...)`; standin_procs.h exports it as NAME through an
+ * alias and lists it by its base name in the cuGetProcAddress table. NAMES is every exported symbol.
+ */
+#define NAMES(X)                                                                                     \
+    X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceTotalMem_v2)          \
+    X(cuDeviceGetDefaultMemPool) X(cuCtxGetDevice) X(cuCtxGetCurrent) X(cuDevicePrimaryCtxRetain)      \
+    X(cuDevicePrimaryCtxRelease_v2) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuStreamCreate)          \
+    X(cuStreamDestroy_v2) X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz)                         \
+    X(cuMemAlloc_v2) X(cuMemAllocPitch_v2) X(cuMemAllocManaged) X(cuMemAllocAsync)                   \
+    X(cuMemAllocAsync_ptsz) X(cuMemAllocFromPoolAsync) X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFree_v2) \
+    X(cuMemFreeAsync) X(cuMemFreeAsync_ptsz) X(cuMemHostAlloc) X(cuMemAllocHost_v2) X(cuMemFreeHost)  \
+    X(cuMemHostRegister_v2) X(cuMemHostUnregister) X(cuMemGetInfo_v2)                                \
+    X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemCreate) X(cuMemRelease) X(cuMemMap)             \
+    X(cuMemUnmap) X(cuMemSetAccess) X(cuMemGetAllocationGranularity)                                 \
+    X(cuMemPrefetchAsync) X(cuMemPrefetchAsync_v2) X(cuMemAdvise) X(cuMemAdvise_v2)                   \
+    X(cuMemcpy) X(cuMemcpy_ptds) X(cuMemcpyAsync) X(cuMemcpyAsync_ptsz)                             \
+    X(cuMemcpyHtoD_v2) X(cuMemcpyHtoD_v2_ptds) X(cuMemcpyDtoH_v2) X(cuMemcpyDtoH_v2_ptds)             \
+    X(cuMemcpyDtoD_v2) X(cuMemcpyDtoD_v2_ptds) X(cuMemcpyHtoDAsync_v2) X(cuMemcpyHtoDAsync_v2_ptsz)   \
+    X(cuMemcpyDtoHAsync_v2) X(cuMemcpyDtoHAsync_v2_ptsz) X(cuMemcpyDtoDAsync_v2)                     \
+    X(cuMemcpyDtoDAsync_v2_ptsz) X(cuGetProcAddress) X(cuGetProcAddress_v2)
+
+#define ID(n) ID_##n,
+enum { NAMES(ID) ID_COUNT };
+#define STR(n) #n,
+static const char *const g_names[] = {NAMES(STR)};
+static unsigned long long g_calls[ID_COUNT];
+#define HIT(n) __atomic_fetch_add(&g_calls[ID_##n], 1, __ATOMIC_RELAXED)
+#define INITED() __atomic_load_n(&g_inited, __ATOMIC_ACQUIRE)
+#define NEED_INIT() do { if (!INITED()) return ENOINIT; } while (0)
+
+/* --- init, device, context, stream -------------------------------------------------------------- */
+static CUresult i_cuInit(unsigned flags) {
+    HIT(cuInit);
+    if (flags) return EINVAL_;
+    lock();
+    if (!g_arena) {
+        long a = syscall(SYS_mmap, (void *)0, (size_t)ARENA_BYTES, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0L);
+        if (a == -1 || !a) { unlock(); return EOOM; }
+        g_arena = (u64)a, g_free[0].start = g_arena, g_free[0].len = ARENA_BYTES, g_nfree = 1;
+        g_capacity = parse_bytes(getenv("STANDIN_CUDA_MEM_BYTES"), 80ull << 30);
+        __atomic_store_n(&g_inited, 1, __ATOMIC_RELEASE);
+    }
+    unlock();
+    return OK;
+}
+static CUresult i_cuDriverGetVersion(int *v) { HIT(cuDriverGetVersion); if (!v) return EINVAL_; *v = 13000; return OK; }
+static CUresult i_cuDeviceGet(CUdevice *d, int ordinal) {
+    HIT(cuDeviceGet); NEED_INIT();
+    if (!d) return EINVAL_;
+    if (ordinal != 0) return EDEVICE;
+    *d = 0;
+    return OK;
+}
+static CUresult i_cuDeviceGetCount(int *n) { HIT(cuDeviceGetCount); NEED_INIT(); if (!n) return EINVAL_; *n = 1; return OK; }
+static CUresult i_cuDeviceTotalMem_v2(size_t *b, CUdevice d) {
+    HIT(cuDeviceTotalMem_v2); NEED_INIT();
+    if (!b) return EINVAL_;
+    if (d) return EDEVICE;
+    *b = g_capacity;
+    return OK;
+}
+static CUresult i_cuDeviceGetDefaultMemPool(CUmemoryPool *p, CUdevice d) {
+    HIT(cuDeviceGetDefaultMemPool); NEED_INIT();
+    if (!p) return EINVAL_;
+    if (d) return EDEVICE;
+    *p = &g_pool;
+    return OK;
+}
+static CUresult i_cuCtxGetDevice(CUdevice *d) { HIT(cuCtxGetDevice); NEED_INIT(); if (!d) return EINVAL_; *d = 0; return OK; }
+static CUresult i_cuCtxGetCurrent(CUcontext *c) { HIT(cuCtxGetCurrent); NEED_INIT(); if (!c) return EINVAL_; *c = g_current_ctx; return OK; }
+static CUresult i_cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
+    HIT(cuDevicePrimaryCtxRetain); NEED_INIT();
+    if (!c) return EINVAL_;
+    if (d) return EDEVICE;
+    *c = &g_ctx;
+    return OK;
+}
+static CUresult i_cuDevicePrimaryCtxRelease_v2(CUdevice d) { HIT(cuDevicePrimaryCtxRelease_v2); NEED_INIT(); return d ? EDEVICE : OK; }
+static CUresult i_cuCtxSetCurrent(CUcontext c) {
+    HIT(cuCtxSetCurrent); NEED_INIT();
+    if (c && c != &g_ctx) return EINVAL_;
+    g_current_ctx = c;
+    return OK;
+}
+static CUresult i_cuCtxSynchronize(void) { HIT(cuCtxSynchronize); NEED_INIT(); return OK; }
+static CUresult i_cuStreamCreate(CUstream *s, unsigned flags) {
+    HIT(cuStreamCreate); NEED_INIT();
+    if (!s || flags > 1) return EINVAL_;
+    *s = &g_streams[__atomic_fetch_add(&g_nstreams, 1, __ATOMIC_RELAXED) % SMALL_CAP];
+    return OK;
+}
+static CUresult i_cuStreamDestroy_v2(CUstream s) { HIT(cuStreamDestroy_v2); NEED_INIT(); return s ? OK : EINVAL_; }
+static CUresult i_cuStreamSynchronize(CUstream s) { HIT(cuStreamSynchronize); (void)s; NEED_INIT(); return OK; }
+static CUresult i_cuStreamSynchronize_ptsz(CUstream s) { HIT(cuStreamSynchronize_ptsz); (void)s; NEED_INIT(); return OK; }
+
+/* --- allocation ------------------------------------------------------------------------------------ */
+static CUresult i_cuMemAlloc_v2(CUdeviceptr *p, size_t n) { HIT(cuMemAlloc_v2); return mem_alloc(p, n, K_DEVICE); }
+static CUresult i_cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t width, size_t height, unsigned elem) {
+    HIT(cuMemAllocPitch_v2);
+    if (!pitch || !width || !height || (elem != 4 && elem != 8 && elem != 16)) return EINVAL_;
+    size_t rounded = (width + 511) & ~(size_t)511;
+    CUresult r = mem_alloc(p, (u64)rounded * height, K_DEVICE);
+    if (r == OK) *pitch = rounded;
+    return r;
+}
+static CUresult i_cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned flags) {
+    HIT(cuMemAllocManaged);
+    return flags == 1 || flags == 2 ? mem_alloc(p, n, K_MANAGED) : EINVAL_;
+}
+static CUresult i_cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) { HIT(cuMemAllocAsync); (void)s; return mem_alloc(p, n, K_DEVICE); }
+static CUresult i_cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s) { HIT(cuMemAllocAsync_ptsz); (void)s; return mem_alloc(p, n, K_DEVICE); }
+static CUresult i_cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) {
+    HIT(cuMemAllocFromPoolAsync); (void)s;
+    return pool ? mem_alloc(p, n, K_DEVICE) : EINVAL_;
+}
+static CUresult i_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) {
+    HIT(cuMemAllocFromPoolAsync_ptsz); (void)s;
+    return pool ? mem_alloc(p, n, K_DEVICE) : EINVAL_;
+}
+static CUresult i_cuMemFree_v2(CUdeviceptr p) { HIT(cuMemFree_v2); return mem_free(p, K_DEVICE | K_MANAGED); }
+static CUresult i_cuMemFreeAsync(CUdeviceptr p, CUstream s) { HIT(cuMemFreeAsync); (void)s; return mem_free(p, K_DEVICE | K_MANAGED); }
+static CUresult i_cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) { HIT(cuMemFreeAsync_ptsz); (void)s; return mem_free(p, K_DEVICE | K_MANAGED); }
+static CUresult host_alloc(void **p, size_t n) {
+    u64 a = 0;
+    CUresult r = p ? mem_alloc(&a, n, K_PINNED) : EINVAL_;
+    if (p) *p = (void *)a;
+    return r;
+}
+static CUresult i_cuMemHostAlloc(void **p, size_t n, unsigned flags) { HIT(cuMemHostAlloc); return flags <= 7 ? host_alloc(p, n) : EINVAL_; }
+static CUresult i_cuMemAllocHost_v2(void **p, size_t n) { HIT(cuMemAllocHost_v2); return host_alloc(p, n); }
+static CUresult i_cuMemFreeHost(void *p) { HIT(cuMemFreeHost); return p ? mem_free((u64)p, K_PINNED) : EINVAL_; }
+static CUresult i_cuMemHostRegister_v2(void *p, size_t n, unsigned flags) {
+    HIT(cuMemHostRegister_v2); NEED_INIT();
+    u64 a = (u64)p;
+    if (!p || !n || flags > 15) return EINVAL_;
+    CUresult r = EOOM;
+    lock();
+    for (int i = 0; i < SMALL_CAP; i++)
+        if (g_reg[i].size && a < g_reg[i].start + g_reg[i].size && g_reg[i].start < a + n) { r = EREGISTERED; break; }
+    for (int i = 0; r == EOOM && i < SMALL_CAP; i++)
+        if (!g_reg[i].size) g_reg[i].start = a, g_reg[i].size = n, r = OK;
+    unlock();
+    return r;
+}
+static CUresult i_cuMemHostUnregister(void *p) {
+    HIT(cuMemHostUnregister); NEED_INIT();
+    CUresult r = ENOTREGISTERED;
+    lock();
+    for (int i = 0; p && i < SMALL_CAP; i++)
+        if (g_reg[i].size && g_reg[i].start == (u64)p) g_reg[i].size = 0, r = OK;
+    unlock();
+    return r;
+}
+static CUresult i_cuMemGetInfo_v2(size_t *free_b, size_t *total) {
+    HIT(cuMemGetInfo_v2); NEED_INIT();
+    if (!free_b || !total) return EINVAL_;
+    lock();
+    *free_b = g_live < g_capacity ? g_capacity - g_live : 0, *total = g_capacity;
+    unlock();
+    return OK;
+}
+
+/* --- virtual memory management --------------------------------------------------------------------- */
+static CUresult i_cuMemAddressReserve(CUdeviceptr *p, size_t n, size_t align, CUdeviceptr hint, unsigned long long flags) {
+    HIT(cuMemAddressReserve); NEED_INIT(); (void)hint;
+    if (!p || !n || n % GRAN || flags || (align & (align - 1))) return EINVAL_;
+    CUresult r = EOOM;
+    lock();
+    for (int i = 0; i < SMALL_CAP; i++)
+        if (!g_resv[i].size) {
+            u64 a = range_alloc(n, align > GRAN ? align : GRAN);
+            if (a) g_resv[i].start = *p = a, g_resv[i].size = n, r = OK;
+            break;
+        }
+    unlock();
+    return r;
+}
+static CUresult i_cuMemAddressFree(CUdeviceptr p, size_t n) {
+    HIT(cuMemAddressFree); NEED_INIT();
+    CUresult r = EINVAL_;
+    lock();
+    for (int i = 0; i < SMALL_CAP; i++)
+        if (g_resv[i].size && g_resv[i].start == p && g_resv[i].size == n) {
+            unmap_range(p, n);
+            range_free(p, n), g_resv[i].size = 0, r = OK;
+            break;
+        }
+    unlock();
+    return r;
+}
+static CUresult i_cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const CUmemAllocationProp *prop, unsigned long long flags) {
+    HIT(cuMemCreate); NEED_INIT();
+    if (!h || !prop || !n || n % GRAN || flags || prop->type != 1 || prop->location.type != 1) return EINVAL_;
+    if (prop->location.id != 0) return EDEVICE;
+    CUresult r = EOOM;
+    lock();
+    for (int i = 0; !over_capacity(n) && i < SMALL_CAP; i++)
+        if (!g_handles[i].live) {
+            g_handles[i].size = n, g_handles[i].live = 1, g_handles[i].released = g_handles[i].maps = 0;
+            g_live += n, *h = HANDLE_TAG | (u64)(i + 1), r = OK;
+            break;
+        }
+    unlock();
+    return r;
+}
+static CUresult i_cuMemRelease(CUmemGenericAllocationHandle h) {
+    HIT(cuMemRelease); NEED_INIT();
+    lock();
+    int i = handle_index(h);
+    if (i >= 0 && !g_handles[i].released) g_handles[i].released = 1, handle_drop_if_done(i);
+    unlock();
+    return i >= 0 ? OK : EINVAL_;
+}
+static CUresult i_cuMemMap(CUdeviceptr p, size_t n, size_t offset, CUmemGenericAllocationHandle h, unsigned long long flags) {
+    HIT(cuMemMap); NEED_INIT();
+    if (!n || n % GRAN || p % GRAN || offset || flags) return EINVAL_;
+    CUresult r = EINVAL_;
+    lock();
+    int hi = handle_index(h), slot = -1;
+    if (hi >= 0 && !g_handles[hi].released && n <= g_handles[hi].size && find_resv(p, n) >= 0) {
+        r = OK;
+        for (int i = 0; i < SMALL_CAP; i++)
+            if (!g_maps[i].size) { if (slot < 0) slot = i; }
+            else if (p < g_maps[i].va + g_maps[i].size && g_maps[i].va < p + n) r = EMAPPED;
+        if (r == OK && slot < 0) r = EOOM;
+        if (r == OK) g_maps[slot].va = p, g_maps[slot].size = n, g_maps[slot].h = hi, g_handles[hi].maps++;
+    }
+    unlock();
+    return r;
+}
+static CUresult i_cuMemUnmap(CUdeviceptr p, size_t n) {
+    HIT(cuMemUnmap); NEED_INIT();
+    lock();
+    int removed = unmap_range(p, n);
+    unlock();
+    return removed ? OK : EINVAL_;
+}
+static CUresult i_cuMemSetAccess(CUdeviceptr p, size_t n, const CUmemAccessDesc *desc, size_t count) {
+    HIT(cuMemSetAccess); NEED_INIT();
+    lock();
+    int ok = desc && count && find_resv(p, n) >= 0;
+    unlock();
+    return ok ? OK : EINVAL_;
+}
+static CUresult i_cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *prop, int option) {
+    HIT(cuMemGetAllocationGranularity); NEED_INIT(); (void)option;
+    if (!g || !prop) return EINVAL_;
+    *g = GRAN;
+    return OK;
+}
+
+/* --- hints: legacy (device ordinal) and CUDA 13 (CUmemLocation) forms ----------------------------- */
+static CUresult i_cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice d, CUstream s) {
+    HIT(cuMemPrefetchAsync); NEED_INIT(); (void)s;
+    return in_arena(p, n) && (d == 0 || d == -1) ? OK : EINVAL_; /* -1: CU_DEVICE_CPU */
+}
+static CUresult i_cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags, CUstream s) {
+    HIT(cuMemPrefetchAsync_v2); NEED_INIT(); (void)s; (void)loc;
+    return in_arena(p, n) && !flags ? OK : EINVAL_;
+}
+static CUresult i_cuMemAdvise(CUdeviceptr p, size_t n, int advice, CUdevice d) {
+    HIT(cuMemAdvise); NEED_INIT(); (void)d;
+    return in_arena(p, n) && advice >= 1 && advice <= 6 ? OK : EINVAL_;
+}
+static CUresult i_cuMemAdvise_v2(CUdeviceptr p, size_t n, int advice, CUmemLocation loc) {
+    HIT(cuMemAdvise_v2); NEED_INIT(); (void)loc;
+    return in_arena(p, n) && advice >= 1 && advice <= 6 ? OK : EINVAL_;
+}
+
+/* --- copies (synchronous and "async" alike: a memmove) ------------------------------------------- */
+#define COPY(name, dst_t, src_t)                                                                     \
+    static CUresult i_##name(dst_t d, src_t s, size_t n) { HIT(name); return copy((u64)d, (u64)s, n); }
+#define COPY_ASYNC(name, dst_t, src_t)                                                               \
+    static CUresult i_##name(dst_t d, src_t s, size_t n, CUstream st) { HIT(name); (void)st; return copy((u64)d, (u64)s, n); }
+COPY(cuMemcpy, CUdeviceptr, CUdeviceptr) COPY(cuMemcpy_ptds, CUdeviceptr, CUdeviceptr)
+COPY_ASYNC(cuMemcpyAsync, CUdeviceptr, CUdeviceptr) COPY_ASYNC(cuMemcpyAsync_ptsz, CUdeviceptr, CUdeviceptr)
+COPY(cuMemcpyHtoD_v2, CUdeviceptr, const void *) COPY(cuMemcpyHtoD_v2_ptds, CUdeviceptr, const void *)
+COPY(cuMemcpyDtoH_v2, void *, CUdeviceptr) COPY(cuMemcpyDtoH_v2_ptds, void *, CUdeviceptr)
+COPY(cuMemcpyDtoD_v2, CUdeviceptr, CUdeviceptr) COPY(cuMemcpyDtoD_v2_ptds, CUdeviceptr, CUdeviceptr)
+COPY_ASYNC(cuMemcpyHtoDAsync_v2, CUdeviceptr, const void *) COPY_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, CUdeviceptr, const void *)
+COPY_ASYNC(cuMemcpyDtoHAsync_v2, void *, CUdeviceptr) COPY_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, void *, CUdeviceptr)
+COPY_ASYNC(cuMemcpyDtoDAsync_v2, CUdeviceptr, CUdeviceptr) COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr, CUdeviceptr)
+

@@ -1,0 +1,241 @@
+//! Heap and mapping leaks: exact bytes, counts and frames per user site.
+use crate::report::*;
+use crate::util::*;
+
+const NO_ARGS: [&str; 0] = [];
+
+const LEAKY_FUNCS: [&str; 6] = [
+    "leak_malloc",
+    "leak_calloc",
+    "grow_buffer",
+    "leak_aligned",
+    "leak_strdup",
+    "churn",
+];
+
+#[test]
+fn leaky_demo_reports_exact_leaks() {
+    let dir = TestDir::new("leaky_demo_reports_exact_leaks");
+    let prog = dir.compile("leaky.c");
+    let (out, report) = traced(&dir, &prog, &NO_ARGS);
+    assert_eq!(out.stdout_str(), "leaky: done\n", "{}", out.describe());
+    let p = process_by_exe(&report, "leaky");
+    assert_eq!(p["forked"], false);
+    assert_eq!(p["truncated"], false);
+    assert_eq!(p["end"], "exit");
+    assert_eq!(
+        p["argv"],
+        serde_json::json!([prog.to_str().expect("utf-8 path")])
+    );
+    let trace = p["trace"].as_str().expect("trace path");
+    assert!(
+        trace.ends_with(".mshim") && std::path::Path::new(trace).is_file(),
+        "trace {trace}"
+    );
+
+    assert_eq!(
+        user_summary(p, "host", &LEAKY_FUNCS),
+        expected(&[
+            ("leak_malloc", 300, 3),
+            ("leak_calloc", 100, 4),
+            ("grow_buffer", 256, 1),
+            ("leak_aligned", 4096, 1),
+            ("leak_aligned", 512, 1),
+            ("leak_aligned", 100, 1),
+            ("leak_aligned", 64, 1),
+            ("leak_strdup", 12, 1),
+        ]),
+        "\n{}",
+        dump(p)
+    );
+    assert!(
+        user_sites(p, "mmap", &LEAKY_FUNCS).is_empty(),
+        "{}",
+        dump(p)
+    );
+
+    // The hooked functions are called straight from the user function, which main called.
+    for func in ["leak_malloc", "leak_calloc", "grow_buffer"] {
+        let site = site_with(p, "host", func);
+        assert_source_frame(site, 0, func, "leaky.c");
+        assert_source_frame(site, 1, "main", "leaky.c");
+    }
+    let mut aligned_lines: Vec<u64> = user_sites(p, "host", &["leak_aligned"])
+        .into_iter()
+        .map(|s| {
+            assert_source_frame(s, 0, "leak_aligned", "leaky.c");
+            assert_source_frame(s, 1, "main", "leaky.c");
+            frame(s, 0)["line"].as_u64().expect("line")
+        })
+        .collect();
+    aligned_lines.sort_unstable();
+    aligned_lines.dedup();
+    assert_eq!(
+        aligned_lines.len(),
+        4,
+        "one line per aligned call: {aligned_lines:?}"
+    );
+
+    // strdup allocates inside libc: its frame comes first, then the caller.
+    let site = site_with(p, "host", "leak_strdup");
+    let f0 = frame(site, 0);
+    let name = f0["function"].as_str().unwrap_or("?");
+    assert!(
+        ["strdup", "__strdup", "__GI___strdup"].contains(&name),
+        "frame 0 of the strdup site should be strdup: {:?}",
+        functions(site)
+    );
+    assert!(
+        f0["module"].as_str().is_some_and(|m| m.contains("libc.so")),
+        "strdup's module should be libc: {f0}"
+    );
+    assert_source_frame(site, 1, "leak_strdup", "leaky.c");
+
+    let heap = &p["heap"];
+    let at_least = |key: &str, n: u64| {
+        let v = heap[key].as_u64().expect("a heap counter");
+        assert!(v >= n, "heap.{key} = {v}, expected at least {n}: {heap}");
+    };
+    // leaky.c alone: 1015 allocations, 1000 frees (plus 2 realloc moves), 12 blocks / 5440 B live
+    // at exit, and 1472500 B of churn + 5440 + the 16 and 64 B steps of the realloc chain.
+    at_least("allocations", 1015);
+    at_least("frees", 1000);
+    at_least("live_bytes", 5440);
+    at_least("live_count", 12);
+    at_least("peak_bytes", 5440);
+    at_least("allocated_bytes", 1_472_500 + 5440 + 16 + 64);
+}
+
+#[test]
+fn churn_has_no_user_leaks() {
+    let dir = TestDir::new("churn_has_no_user_leaks");
+    let prog = dir.compile("churn.c");
+    let (out, report) = traced(&dir, &prog, &NO_ARGS);
+    assert!(out.stdout.is_empty(), "{}", out.describe());
+    let p = process_by_exe(&report, "churn");
+    let funcs = [
+        "churn_sizes",
+        "churn_realloc",
+        "churn_misc",
+        "churn_keep_then_free",
+    ];
+    assert!(user_sites(p, "host", &funcs).is_empty(), "{}", dump(p));
+    assert!(user_sites(p, "mmap", &funcs).is_empty(), "{}", dump(p));
+}
+
+#[test]
+fn churn_heap_totals_exact() {
+    let dir = TestDir::new("churn_heap_totals_exact");
+    let prog = dir.compile("churn.c");
+    let (_, report) = traced(&dir, &prog, &NO_ARGS);
+    let p = process_by_exe(&report, "churn");
+    // Exact totals (see churn.c): the program calls no stdio, so every call is its own.
+    let heap = &p["heap"];
+    for (key, want) in [
+        ("allocations", 3756),
+        ("frees", 3756),
+        ("allocated_bytes", 10_395_316),
+        ("live_bytes", 0),
+        ("live_count", 0),
+    ] {
+        assert_eq!(heap[key].as_u64(), Some(want), "heap.{key}: {heap}");
+    }
+}
+
+#[test]
+fn cpp_new_leaks() {
+    let dir = TestDir::new("cpp_new_leaks");
+    let prog = dir.compile("cpp_new.cpp");
+    let (_, report) = traced(&dir, &prog, &NO_ARGS);
+    let p = process_by_exe(&report, "cpp_new");
+    let funcs = ["leak_objects", "leak_array", "churn_objects"];
+    assert_eq!(
+        user_summary(p, "host", &funcs),
+        expected(&[("leak_objects", 200, 5), ("leak_array", 400, 1)]),
+        "\n{}",
+        dump(p)
+    );
+    for func in ["leak_objects", "leak_array"] {
+        let site = site_with(p, "host", func);
+        let i = frame_index(site, func).expect("the user frame");
+        assert!(
+            i >= 1,
+            "operator new should come before {func}: {:?}",
+            functions(site)
+        );
+        for f in &functions(site)[..i] {
+            assert!(
+                f.starts_with("operator new"),
+                "{func}: {f} is not a demangled operator new: {:?}",
+                functions(site)
+            );
+        }
+        assert_source_frame(site, i, func, "cpp_new.cpp");
+        assert_source_frame(site, i + 1, "main", "cpp_new.cpp");
+    }
+}
+
+#[test]
+fn threads_leak_one_site() {
+    let dir = TestDir::new("threads_leak_one_site");
+    let prog = dir.compile_with("threads.c", "threads", &["-g", "-O0", "-pthread"]);
+    let (_, report) = traced(&dir, &prog, &NO_ARGS);
+    let p = process_by_exe(&report, "threads");
+    assert_eq!(
+        user_summary(p, "host", &["thread_leak"]),
+        expected(&[("thread_leak", 40000, 40)]),
+        "\n{}",
+        dump(p)
+    );
+    let site = site_with(p, "host", "thread_leak");
+    assert_source_frame(site, 0, "thread_leak", "threads.c");
+    assert!(
+        functions(site).contains(&"start_thread"),
+        "{:?}",
+        functions(site)
+    );
+    assert!(!functions(site).contains(&"main"), "{:?}", functions(site));
+}
+
+#[test]
+fn nofp_frames_in_order() {
+    let dir = TestDir::new("nofp_frames_in_order");
+    let prog = dir.compile_with("nofp.c", "nofp", &["-O2", "-fomit-frame-pointer", "-g"]);
+    let (_, report) = traced(&dir, &prog, &NO_ARGS);
+    let p = process_by_exe(&report, "nofp");
+    let funcs = ["inner_leak", "middle", "outer"];
+    assert_eq!(
+        user_summary(p, "host", &funcs),
+        expected(&[("inner_leak", 539, 7)]),
+        "\n{}",
+        dump(p)
+    );
+    let site = site_with(p, "host", "inner_leak");
+    for (i, func) in ["inner_leak", "middle", "outer", "main"]
+        .into_iter()
+        .enumerate()
+    {
+        assert_source_frame(site, i, func, "nofp.c");
+    }
+}
+
+#[test]
+fn mmap_leak_reported_as_mapping() {
+    let dir = TestDir::new("mmap_leak_reported_as_mapping");
+    let prog = dir.compile("mmap_leak.c");
+    let (_, report) = traced(&dir, &prog, &NO_ARGS);
+    let p = process_by_exe(&report, "mmap_leak");
+    let funcs = ["map_leak", "map_unmap"];
+    assert_eq!(
+        user_summary(p, "mmap", &funcs),
+        expected(&[("map_leak", 12288, 1)]),
+        "\n{}",
+        dump(p)
+    );
+    assert!(user_sites(p, "host", &funcs).is_empty(), "{}", dump(p));
+    let site = site_with(p, "mmap", "map_leak");
+    assert_source_frame(site, 0, "map_leak", "mmap_leak.c");
+    assert_source_frame(site, 1, "main", "mmap_leak.c");
+    let mmap = &p["leaks"]["mmap"];
+    assert!(mmap["bytes"].as_u64().is_some_and(|b| b >= 12288), "{mmap}");
+}

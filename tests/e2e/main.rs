@@ -1,0 +1,12 @@
+//! End-to-end tests: compile the examples in `examples/c/`, run them under `memshim run`, and check
+//! `memshim report --format json` against the numbers each example's header comment promises.
+//!
+//! Needs the release artifacts: `cargo build --release --workspace`, then
+//! `cargo test --release -p memshim-e2e`. Every test works in its own directory under
+//! `$TMPDIR/memshim-e2e/<test name>`, so they run in parallel.
+
+mod heap;
+mod process;
+mod report;
+mod robustness;
+mod util;

@@ -1,0 +1,176 @@
+//! `memshim report` (and `info`) on damaged input: a clear one-line error or a truncated report,
+//! never a panic.
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::report::*;
+use crate::util::*;
+
+const NO_ARGS: [&str; 0] = [];
+
+/// A real trace (of leaky.c) and its bytes.
+fn good_trace(dir: &TestDir) -> (PathBuf, Vec<u8>) {
+    let prog = dir.compile("leaky.c");
+    memshim_run_ok(dir, &prog, &NO_ARGS);
+    let files = trace_files(&dir.traces());
+    assert_eq!(files.len(), 1, "one trace: {files:?}");
+    let bytes = std::fs::read(&files[0])
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", files[0].display()));
+    assert!(
+        bytes.len() > 100,
+        "a trace of leaky.c is more than 100 bytes: {}",
+        bytes.len()
+    );
+    (files[0].clone(), bytes)
+}
+
+/// Writes `bytes` as `<dir>/<name>/leaky.1.mshim` (its own directory, so it can be reported alone).
+fn damaged(dir: &TestDir, name: &str, bytes: &[u8]) -> PathBuf {
+    let sub = dir.path(name);
+    std::fs::create_dir_all(&sub)
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", sub.display()));
+    let path = sub.join("leaky.1.mshim");
+    std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+    path
+}
+
+fn assert_no_panic(out: &Outcome) {
+    assert!(
+        !out.stderr_str().contains("panicked") && !out.stdout_str().contains("panicked"),
+        "memshim panicked: {}",
+        out.describe()
+    );
+    assert!(
+        out.status.code().is_some(),
+        "memshim was killed by a signal: {}",
+        out.describe()
+    );
+}
+
+fn assert_one_line_error(out: &Outcome) {
+    let err = out.stderr_str();
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines.len() == 1 && lines[0].starts_with("memshim: "),
+        "expected one `memshim: ...` line on stderr: {}",
+        out.describe()
+    );
+}
+
+/// `memshim report --format json PATH` on a damaged trace: either a non-zero exit with a one-line
+/// error, or success with every process marked truncated.
+fn check_report(path: &Path) {
+    let out = memshim(&[
+        OsStr::new("report"),
+        OsStr::new("--format"),
+        OsStr::new("json"),
+        path.as_os_str(),
+    ]);
+    assert_no_panic(&out);
+    if out.status.success() {
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "report of {} is not JSON ({e}): {}",
+                path.display(),
+                out.describe()
+            )
+        });
+        check_shape(&report);
+        let procs = processes(&report);
+        assert!(
+            !procs.is_empty(),
+            "exit 0 but no process for {}: {}",
+            path.display(),
+            out.describe()
+        );
+        for p in procs {
+            assert_eq!(
+                p["truncated"],
+                true,
+                "a damaged trace must be reported truncated: {}",
+                dump(p)
+            );
+        }
+    } else {
+        assert_one_line_error(&out);
+    }
+}
+
+/// `memshim info PATH` on a damaged trace: no panic; an error is one line.
+fn check_info(path: &Path) {
+    let out = memshim(&[OsStr::new("info"), path.as_os_str()]);
+    assert_no_panic(&out);
+    if !out.status.success() {
+        assert_one_line_error(&out);
+    }
+}
+
+#[test]
+fn report_on_empty_file() {
+    let dir = TestDir::new("report_on_empty_file");
+    let path = damaged(&dir, "empty", &[]);
+    check_report(&path);
+    check_info(&path);
+}
+
+#[test]
+fn report_on_cut_traces() {
+    let dir = TestDir::new("report_on_cut_traces");
+    let (_, bytes) = good_trace(&dir);
+    for (name, len) in [
+        ("first10", 10),
+        ("half", bytes.len() / 2),
+        ("all_but_1", bytes.len() - 1),
+    ] {
+        let path = damaged(&dir, name, &bytes[..len]);
+        check_report(&path);
+        check_info(&path);
+    }
+}
+
+#[test]
+fn report_on_garbage_in_middle() {
+    let dir = TestDir::new("report_on_garbage_in_middle");
+    let (_, mut bytes) = good_trace(&dir);
+    let mid = bytes.len() / 2;
+    for (i, b) in bytes[mid..mid + 64].iter_mut().enumerate() {
+        *b = (i as u8).wrapping_mul(73) ^ 0xA5;
+    }
+    let path = damaged(&dir, "garbage", &bytes);
+    check_report(&path);
+    check_info(&path);
+    // Also as part of a directory.
+    check_report(path.parent().expect("the damaged trace's directory"));
+}
+
+#[test]
+fn report_on_missing_path() {
+    let dir = TestDir::new("report_on_missing_path");
+    let missing = dir.path("no-such-trace.mshim");
+    let out = memshim(&[
+        OsStr::new("report"),
+        OsStr::new("--format"),
+        OsStr::new("json"),
+        missing.as_os_str(),
+    ]);
+    assert_no_panic(&out);
+    assert!(
+        !out.status.success(),
+        "a missing path must fail: {}",
+        out.describe()
+    );
+    assert!(
+        out.stderr_str()
+            .contains(missing.to_str().expect("utf-8 path")),
+        "the error should name {}: {}",
+        missing.display(),
+        out.describe()
+    );
+    assert!(
+        out.stderr_str().starts_with("memshim: "),
+        "{}",
+        out.describe()
+    );
+}

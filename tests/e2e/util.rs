@@ -1,0 +1,222 @@
+//! Shared helpers: find the built artifacts, compile examples, run programs and `memshim`.
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::report::report_json;
+
+/// The built `memshim` binary (its shim library was checked to be next to it).
+pub struct Artifacts {
+    pub memshim: PathBuf,
+}
+
+/// Locates `memshim` and `libmemshim.so` next to the test binary (`target/<profile>/deps/e2e-*`).
+pub fn artifacts() -> &'static Artifacts {
+    static ARTIFACTS: OnceLock<Artifacts> = OnceLock::new();
+    ARTIFACTS.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the path of the running test binary");
+        let profile = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("the test binary lives in target/<profile>/deps/")
+            .to_path_buf();
+        let memshim = profile.join("memshim");
+        let shim = profile.join("libmemshim.so");
+        for p in [&memshim, &shim] {
+            assert!(
+                p.is_file(),
+                "{} is missing: run `cargo build --release --workspace` first \
+                 (and run the tests with `cargo test --release -p memshim-e2e`)",
+                p.display()
+            );
+        }
+        Artifacts { memshim }
+    })
+}
+
+/// The examples' sources: `examples/c/` at the workspace root.
+pub fn examples_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("examples")
+        .join("c")
+}
+
+/// A fresh per-test directory under the system temp dir, named after the test.
+pub struct TestDir {
+    pub root: PathBuf,
+}
+
+impl TestDir {
+    /// Removes whatever a previous run left and creates the directory (and `traces/` in it).
+    pub fn new(test_name: &str) -> TestDir {
+        let root = std::env::temp_dir().join("memshim-e2e").join(test_name);
+        if root.exists() {
+            std::fs::remove_dir_all(&root)
+                .unwrap_or_else(|e| panic!("cannot remove the old {}: {e}", root.display()));
+        }
+        std::fs::create_dir_all(root.join("traces"))
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", root.display()));
+        TestDir { root }
+    }
+
+    /// Where `memshim run -o` writes.
+    pub fn traces(&self) -> PathBuf {
+        self.root.join("traces")
+    }
+
+    /// A path inside the test directory.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    /// Compiles `examples/c/<src>` with `-g -O0` into this directory; returns the program's path.
+    pub fn compile(&self, src: &str) -> PathBuf {
+        let out = Path::new(src)
+            .file_stem()
+            .expect("a source file name")
+            .to_string_lossy()
+            .into_owned();
+        self.compile_with(src, &out, &["-g", "-O0"])
+    }
+
+    /// Compiles `examples/c/<src>` into `<dir>/<out>` with `flags` (after the source, so `-l` works).
+    pub fn compile_with(&self, src: &str, out: &str, flags: &[&str]) -> PathBuf {
+        let cxx = src.ends_with(".cpp") || src.ends_with(".cc");
+        let (var, default) = if cxx { ("CXX", "c++") } else { ("CC", "cc") };
+        let compiler = std::env::var(var).unwrap_or_else(|_| default.to_string());
+        let mut words = compiler.split_whitespace();
+        let program = words.next().unwrap_or(default);
+        let out_path = self.root.join(out);
+        let src_path = examples_dir().join(src);
+        let mut cmd = Command::new(program);
+        cmd.args(words)
+            .arg(&src_path)
+            .arg("-o")
+            .arg(&out_path)
+            .args(flags);
+        let output = cmd
+            .output()
+            .unwrap_or_else(|e| panic!("cannot start the compiler `{program}` ({var}): {e}"));
+        assert!(
+            output.status.success(),
+            "compiling {} failed ({:?}):\n{}",
+            src_path.display(),
+            cmd,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        out_path
+    }
+}
+
+/// What a command did.
+pub struct Outcome {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub status: ExitStatus,
+    pub what: String,
+}
+
+impl Outcome {
+    pub fn stdout_str(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    pub fn stderr_str(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).into_owned()
+    }
+
+    /// For assertion messages: the command, its status and both outputs.
+    pub fn describe(&self) -> String {
+        format!(
+            "`{}` -> {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.what,
+            self.status,
+            self.stdout_str(),
+            self.stderr_str()
+        )
+    }
+}
+
+fn run_command(mut cmd: Command) -> Outcome {
+    // Keep the tests hermetic: no settings from the caller's environment reach the shim.
+    for var in [
+        "LD_PRELOAD",
+        "MEMSHIM_OUTPUT",
+        "MEMSHIM_DISABLE",
+        "MEMSHIM_HEAP",
+        "MEMSHIM_MMAP",
+        "MEMSHIM_STACK_DEPTH",
+        "MEMSHIM_SYMBOLIZE",
+        "MEMSHIM_QUIET",
+    ] {
+        cmd.env_remove(var);
+    }
+    let what = format!("{cmd:?}");
+    let output = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    Outcome {
+        stdout: output.stdout,
+        stderr: output.stderr,
+        status: output.status,
+        what,
+    }
+}
+
+/// Runs `prog args` directly, in `cwd`.
+pub fn run_bare<S: AsRef<OsStr>>(cwd: &Path, prog: &Path, args: &[S]) -> Outcome {
+    let mut cmd = Command::new(prog);
+    cmd.args(args).current_dir(cwd);
+    run_command(cmd)
+}
+
+/// Runs `memshim ARGS`.
+pub fn memshim<S: AsRef<OsStr>>(args: &[S]) -> Outcome {
+    let mut cmd = Command::new(&artifacts().memshim);
+    cmd.args(args);
+    run_command(cmd)
+}
+
+/// Runs `memshim run --quiet -o <dir>/traces -- prog args` in the test directory (quiet, so that
+/// stderr holds only the program's own output).
+pub fn memshim_run<S: AsRef<OsStr>>(dir: &TestDir, prog: &Path, args: &[S]) -> Outcome {
+    let mut cmd = Command::new(&artifacts().memshim);
+    cmd.arg("run")
+        .arg("--quiet")
+        .arg("-o")
+        .arg(dir.traces())
+        .arg("--")
+        .arg(prog)
+        .args(args)
+        .current_dir(&dir.root);
+    run_command(cmd)
+}
+
+/// `memshim run` that must exit 0 (the examples all exit 0 unless a test says otherwise).
+pub fn memshim_run_ok<S: AsRef<OsStr>>(dir: &TestDir, prog: &Path, args: &[S]) -> Outcome {
+    let out = memshim_run(dir, prog, args);
+    assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+    out
+}
+
+/// The trace files in a directory, sorted.
+pub fn trace_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension() == Some(OsStr::new("mshim")))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Runs `prog args` under `memshim run` (which must exit 0) and reports the traces directory.
+pub fn traced<S: AsRef<OsStr>>(dir: &TestDir, prog: &Path, args: &[S]) -> (Outcome, Value) {
+    let out = memshim_run_ok(dir, prog, args);
+    let report = report_json(&dir.traces());
+    (out, report)
+}
