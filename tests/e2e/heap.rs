@@ -239,3 +239,34 @@ fn mmap_leak_reported_as_mapping() {
     let mmap = &p["leaks"]["mmap"];
     assert!(mmap["bytes"].as_u64().is_some_and(|b| b >= 12288), "{mmap}");
 }
+
+#[test]
+fn growing_leak_is_growth_and_one_time_leak_is_not() {
+    let dir = TestDir::new("growing_leak_is_growth_and_one_time_leak_is_not");
+    let prog = dir.compile("growing.c");
+    let (_out, report) = traced(&dir, &prog, &NO_ARGS);
+    let p = process_by_exe(&report, "growing");
+    let growth = p["growth"]["host"].as_array().expect("growth.host");
+    let user: Vec<&serde_json::Value> = growth
+        .iter()
+        .filter(|g| {
+            g["frames"].as_array().expect("frames").iter().any(|f| {
+                ["step_leak", "load_table", "scratch"]
+                    .contains(&f["function"].as_str().unwrap_or(""))
+            })
+        })
+        .collect();
+    assert_eq!(user.len(), 1, "{}", dump(p));
+    let g = user[0];
+    assert_eq!(g["frames"][0]["function"], "step_leak", "{}", dump(p));
+    assert_eq!(g["from_bytes"], 102400);
+    assert_eq!(g["to_bytes"], 2048000);
+    assert_eq!(g["live_bytes"], 2048000);
+    let rate = g["rate_bytes_per_s"].as_f64().expect("rate");
+    // 19 increments of 100 KiB over about 19 x 20 ms: roughly 5 MB/s, well above zero.
+    assert!(rate > 1e6 && rate < 1e7, "rate {rate}");
+    assert_eq!(
+        user_summary(p, "host", &["step_leak", "load_table"]),
+        expected(&[("load_table", 4 << 20, 1), ("step_leak", 2048000, 20)])
+    );
+}

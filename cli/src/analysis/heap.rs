@@ -49,6 +49,7 @@ impl Heap {
         site.allocated_bytes += size;
         site.live_count += 1;
         site.live_bytes += size;
+        site.high_water.observe(t, site.live_bytes);
         self.allocations += 1;
         self.allocated_bytes += size;
         self.live_bytes += size;

@@ -1,6 +1,7 @@
 //! Analyses: each consumes the event stream once with state bounded by the live set and the number
 //! of distinct stacks, and yields plain numbers for the report. No rendering here.
 pub mod device;
+pub mod growth;
 pub mod heap;
 pub mod mmap;
 
@@ -15,6 +16,8 @@ pub struct SiteStats {
     pub live_count: u64,
     /// Bytes from here still live.
     pub live_bytes: u64,
+    /// When this site's live bytes set new highs.
+    pub high_water: growth::HighWater,
 }
 
 /// Live blocks grouped by site, largest first (ties by count, then stack id for a stable order).

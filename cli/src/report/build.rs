@@ -25,6 +25,7 @@ fn process(t: &Replayed) -> Process {
     let mmap = leak_class(t, &mut sym, t.mmap.sites());
     let [device, managed, pinned, registered] = super::device::leaks(t, &mut sym);
     let device_section = super::device::section(t, &mut sym, &device);
+    let growth = super::growth::section(t, &mut sym);
     let mut notes = t.notes.clone();
     if let Some(c) = &t.corrupt {
         notes.push(format!("reading stopped early: {c}"));
@@ -72,6 +73,7 @@ fn process(t: &Replayed) -> Process {
             pinned,
             registered,
         },
+        growth,
         device: device_section,
     }
 }

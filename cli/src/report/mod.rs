@@ -2,4 +2,5 @@
 //! (see `docs/report-schema.md`). Fields are only ever added.
 pub mod build;
 pub mod device;
+pub mod growth;
 pub mod model;

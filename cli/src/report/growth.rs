@@ -1,0 +1,72 @@
+//! The growth section: sites whose live memory kept climbing, host and device.
+use std::collections::HashMap;
+
+use memshim_trace::DeviceMemory;
+
+use super::build::frames;
+use super::model::{Finding, GrowthSection, GrowthSite};
+use crate::analysis::growth::{growing, Growing};
+use crate::analysis::SiteStats;
+use crate::render::human_bytes;
+use crate::replay::Replayed;
+use crate::symbolize::Symbolizer;
+
+/// Host sites below this never count as growing.
+const HOST_MIN_BYTES: u64 = 64 << 10;
+/// Device sites below this never count as growing.
+const DEVICE_MIN_BYTES: u64 = 1 << 20;
+
+/// The growth section of one process.
+pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
+    let (start, end) = (t.header.clock_start_ns, t.last_t);
+    let host = growing(
+        t.heap.sites().iter().map(|(k, v)| (*k, v)),
+        start,
+        end,
+        HOST_MIN_BYTES,
+    );
+    let mut dev_sites: HashMap<u32, SiteStats> = HashMap::new();
+    for k in [DeviceMemory::Device, DeviceMemory::Physical] {
+        if let Some(h) = t.device.kinds.get(&k) {
+            dev_sites.extend(h.sites().iter().map(|(k, v)| (*k, v.clone())));
+        }
+    }
+    let device = growing(
+        dev_sites.iter().map(|(k, v)| (*k, v)),
+        start,
+        end,
+        DEVICE_MIN_BYTES,
+    );
+    let mut findings = Vec::new();
+    for (what, list) in [("host heap", &host), ("device memory", &device)] {
+        if let Some(top) = list.first() {
+            findings.push(Finding {
+                kind: "growth",
+                text: format!(
+                    "{} call site{} kept growing their {what} until the end; the fastest went from {} to {} at {}/s and still holds {}",
+                    list.len(),
+                    if list.len() == 1 { "" } else { "s" },
+                    human_bytes(top.from.1),
+                    human_bytes(top.to.1),
+                    human_bytes(top.rate as u64),
+                    human_bytes(top.live_end)
+                ),
+            });
+        }
+    }
+    let secs = |ns: u64| ns.saturating_sub(start) as f64 / 1e9;
+    let mut out = |g: &Growing| GrowthSite {
+        from_bytes: g.from.1,
+        from_time_s: secs(g.from.0),
+        to_bytes: g.to.1,
+        to_time_s: secs(g.to.0),
+        rate_bytes_per_s: g.rate,
+        live_bytes: g.live_end,
+        frames: frames(t, sym, g.stack),
+    };
+    GrowthSection {
+        host: host.iter().map(&mut out).collect(),
+        device: device.iter().map(&mut out).collect(),
+        findings,
+    }
+}
