@@ -68,6 +68,115 @@ impl Text {
             &p.leaks.mmap,
             out,
         )?;
+        if p.device.seen {
+            self.device(p, out)?;
+        }
+        self.growth(p, out)
+    }
+
+    fn device(&self, p: &Process, out: &mut dyn Write) -> io::Result<()> {
+        let d = &p.device;
+        writeln!(
+            out,
+            "device: {} allocations ({}), {} frees; peak {} at {:.3} s",
+            d.allocations,
+            human_bytes(d.allocated_bytes),
+            d.frees,
+            human_bytes(d.peak_bytes),
+            d.peak_time_s
+        )?;
+        for g in &d.devices {
+            let total = g
+                .total_bytes
+                .map(|t| format!(" of {}", human_bytes(t)))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "  GPU {}: peak {}{total}, {} still allocated",
+                g.device,
+                human_bytes(g.peak_bytes),
+                human_bytes(g.live_bytes)
+            )?;
+        }
+        for k in &d.kinds {
+            writeln!(
+                out,
+                "  {:<10} {:>6} allocations, {:>10} allocated, {:>10} live in {} blocks",
+                k.kind,
+                k.allocations,
+                human_bytes(k.allocated_bytes),
+                human_bytes(k.live_bytes),
+                k.live_count
+            )?;
+        }
+        for f in &d.failures {
+            let site = f
+                .frames
+                .iter()
+                .find_map(|fr| fr.function.clone())
+                .unwrap_or_else(|| "??".into());
+            let retry = if f.retried_after_freeing {
+                format!(
+                    "; retried after freeing {}",
+                    human_bytes(f.freed_before_retry)
+                )
+            } else {
+                String::new()
+            };
+            writeln!(
+                out,
+                "  FAILED {} of {} -> {} at {:.3} s with {} held{retry} (in {site})",
+                f.api,
+                human_bytes(f.size),
+                f.error,
+                f.time_s,
+                human_bytes(f.live_device_bytes),
+            )?;
+        }
+        self.leaks("leaked device memory", "blocks", &p.leaks.device, out)?;
+        self.leaks("leaked managed memory", "blocks", &p.leaks.managed, out)?;
+        self.leaks("leaked pinned host memory", "blocks", &p.leaks.pinned, out)?;
+        self.leaks(
+            "host memory still registered",
+            "ranges",
+            &p.leaks.registered,
+            out,
+        )?;
+        for f in &d.findings {
+            writeln!(out, "  finding: {}", f.text)?;
+        }
+        Ok(())
+    }
+
+    fn growth(&self, p: &Process, out: &mut dyn Write) -> io::Result<()> {
+        for (what, list) in [
+            ("host heap", &p.growth.host),
+            ("device memory", &p.growth.device),
+        ] {
+            if list.is_empty() {
+                continue;
+            }
+            writeln!(out, "growing {what}: {} sites", list.len())?;
+            for (i, g) in list.iter().take(self.top).enumerate() {
+                writeln!(
+                    out,
+                    "  #{:<2} {} at {:.3} s -> {} at {:.3} s ({}/s), {} held at the end",
+                    i + 1,
+                    human_bytes(g.from_bytes),
+                    g.from_time_s,
+                    human_bytes(g.to_bytes),
+                    g.to_time_s,
+                    human_bytes(g.rate_bytes_per_s as u64),
+                    human_bytes(g.live_bytes)
+                )?;
+                for f in g.frames.iter().take(FRAMES_SHOWN) {
+                    writeln!(out, "        {}", frame_line(f))?;
+                }
+            }
+        }
+        for f in &p.growth.findings {
+            writeln!(out, "  finding: {}", f.text)?;
+        }
         Ok(())
     }
 

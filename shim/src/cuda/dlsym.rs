@@ -45,27 +45,31 @@ extern "C" fn filter(handle: *mut c_void, name: *const c_char) -> *mut c_void {
     .unwrap_or(std::ptr::null_mut())
 }
 
+/// `dlsym`, as a naked trampoline: see the module note.
+///
+/// # Safety
+/// Called by C with dlsym's contract: `name` is null or NUL-terminated.
 #[cfg(all(target_arch = "x86_64", not(test)))]
-std::arch::global_asm!(
-    ".globl dlsym",
-    ".type dlsym,@function",
-    "dlsym:",
-    "push rdi",
-    "push rsi",
-    "sub rsp, 8",
-    "call {filter}",
-    "add rsp, 8",
-    "pop rsi",
-    "pop rdi",
-    "test rax, rax",
-    "jz 2f",
-    "ret",
-    "2:",
-    "jmp qword ptr [rip + {target}]",
-    ".size dlsym, .-dlsym",
-    filter = sym filter,
-    target = sym REAL_DLSYM_TARGET,
-);
+#[unsafe(naked)]
+#[no_mangle]
+pub unsafe extern "C" fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut c_void {
+    std::arch::naked_asm!(
+        "push rdi",
+        "push rsi",
+        "sub rsp, 8",
+        "call {filter}",
+        "add rsp, 8",
+        "pop rsi",
+        "pop rdi",
+        "test rax, rax",
+        "jz 2f",
+        "ret",
+        "2:",
+        "jmp qword ptr [rip + {target}]",
+        filter = sym filter,
+        target = sym REAL_DLSYM_TARGET,
+    )
+}
 
 /// Elsewhere, a plain wrapper (lookups with `RTLD_NEXT` then resolve relative to libmemshim).
 #[cfg(all(not(target_arch = "x86_64"), not(test)))]
