@@ -1,0 +1,232 @@
+//! CUDA device memory against the stand-in driver (`tests/cuda`): programs that reach the driver
+//! through `dlopen` + `cuGetProcAddress_v2` (as nvcc's static runtime does), and one linked with
+//! `-lcuda`. Exact bytes and counts per site, by kind of memory.
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::report::*;
+use crate::util::*;
+
+/// Builds the stand-in driver and the programs into `<test dir>/cuda`.
+fn build(dir: &TestDir) -> PathBuf {
+    let out = dir.path("cuda");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("cuda/build.sh");
+    let status = Command::new("bash")
+        .arg(&script)
+        .arg(&out)
+        .env("EXTRA_CFLAGS", "-Werror")
+        .output()
+        .expect("bash runs tests/cuda/build.sh");
+    assert!(
+        status.status.success(),
+        "building the stand-in failed:\n{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    out
+}
+
+/// Runs `memshim run --quiet` on a stand-in program; returns its stdout and the report.
+fn traced_cuda(dir: &TestDir, name: &str, env: &[(&str, &str)]) -> (String, Value) {
+    let bin = build(dir);
+    let mut cmd = Command::new(&artifacts().memshim);
+    cmd.args(["run", "--quiet", "-o"])
+        .arg(dir.traces())
+        .arg("--")
+        .arg(bin.join(name))
+        .env("LD_LIBRARY_PATH", &bin)
+        .current_dir(&dir.root);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("memshim runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{name}: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (stdout, report_json(&dir.traces()))
+}
+
+#[test]
+fn device_leaks_through_get_proc_address_and_ptsz() {
+    let dir = TestDir::new("device_leaks_through_get_proc_address_and_ptsz");
+    let (stdout, report) = traced_cuda(&dir, "device_leak", &[]);
+    assert!(stdout.contains("pitch 1024"), "{stdout}");
+    let p = process_by_exe(&report, "device_leak");
+    let funcs = ["leak_device", "leak_pitch", "leak_async", "alloc_and_free"];
+    assert_eq!(
+        user_summary(p, "device", &funcs),
+        expected(&[
+            ("leak_device", 3 << 20, 3),
+            ("leak_pitch", 102400, 1),
+            ("leak_async", 65536, 1),
+        ]),
+        "{}",
+        dump(p)
+    );
+    let d = &p["device"];
+    assert_eq!(d["seen"], true);
+    assert_eq!(d["allocations"], 7);
+    assert_eq!(d["frees"], 2);
+    assert_eq!(d["peak_bytes"], 3321856);
+    assert_eq!(d["live_bytes"], 3313664);
+    assert_eq!(d["failures"].as_array().map(Vec::len), Some(0));
+    assert_eq!(p["leaks"]["device"]["bytes"], 3313664);
+    assert_eq!(d["devices"][0]["device"], 0);
+    assert_eq!(d["devices"][0]["total_bytes"], 85899345920u64);
+    // Nothing the driver does inside a wrapped call is charged to the program's host heap.
+    let from_driver = sites(p, "host")
+        .iter()
+        .filter(|s| {
+            frames(s).iter().any(|f| {
+                f["module"]
+                    .as_str()
+                    .is_some_and(|m| m.ends_with("libcuda.so.1"))
+            })
+        })
+        .count();
+    assert_eq!(from_driver, 0, "{}", dump(p));
+}
+
+#[test]
+fn managed_pinned_and_registered_memory_apart() {
+    let dir = TestDir::new("managed_pinned_and_registered_memory_apart");
+    let (_, report) = traced_cuda(&dir, "managed_pinned", &[]);
+    let p = process_by_exe(&report, "managed_pinned");
+    let funcs = [
+        "leak_managed",
+        "leak_pinned",
+        "pinned_roundtrip",
+        "register_roundtrip",
+    ];
+    assert_eq!(
+        user_summary(p, "managed", &funcs),
+        expected(&[("leak_managed", 2 << 20, 1)])
+    );
+    assert_eq!(
+        user_summary(p, "pinned", &funcs),
+        expected(&[("leak_pinned", 256 << 10, 1)])
+    );
+    assert!(
+        user_sites(p, "registered", &funcs).is_empty(),
+        "{}",
+        dump(p)
+    );
+    assert!(user_sites(p, "device", &funcs).is_empty(), "{}", dump(p));
+    assert!(user_sites(p, "host", &funcs).is_empty(), "{}", dump(p));
+    let kinds: Vec<(String, u64, u64)> = p["device"]["kinds"]
+        .as_array()
+        .expect("kinds")
+        .iter()
+        .map(|k| {
+            (
+                k["kind"].as_str().expect("kind").to_string(),
+                k["allocations"].as_u64().expect("allocations"),
+                k["live_bytes"].as_u64().expect("live"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        expected(&[
+            ("device", 1, 0),
+            ("managed", 1, 2 << 20),
+            ("pinned", 2, 256 << 10),
+            ("registered", 1, 0),
+        ])
+    );
+    let hints = &p["device"]["managed_hints"];
+    assert_eq!(hints["prefetch_calls"], 1);
+    assert_eq!(hints["prefetch_bytes"], 2 << 20);
+    assert_eq!(hints["advise_calls"], 1);
+}
+
+#[test]
+fn failed_allocation_then_flush_then_retry() {
+    let dir = TestDir::new("failed_allocation_then_flush_then_retry");
+    let (stdout, report) =
+        traced_cuda(&dir, "oom_retry", &[("STANDIN_CUDA_MEM_BYTES", "67108864")]);
+    assert!(stdout.contains("try_big: 2"), "{stdout}");
+    let p = process_by_exe(&report, "oom_retry");
+    let failures = p["device"]["failures"].as_array().expect("failures");
+    assert_eq!(failures.len(), 1, "{}", dump(p));
+    let f = &failures[0];
+    assert_eq!(f["api"], "cuMemAlloc");
+    assert_eq!(f["size"], 33554432);
+    assert_eq!(f["result"], 2);
+    assert_eq!(f["error"], "CUDA_ERROR_OUT_OF_MEMORY");
+    assert_eq!(f["live_device_bytes"], 41943040);
+    assert_eq!(f["retried_after_freeing"], true);
+    assert_eq!(f["freed_before_retry"], 41943040);
+    assert_eq!(functions(f).first().copied(), Some("try_big"));
+    assert_eq!(
+        user_summary(p, "device", &["try_big", "hold_cache"]),
+        expected(&[("try_big", 33554432, 1)])
+    );
+    assert_eq!(p["device"]["peak_bytes"], 41943040);
+    let kinds: Vec<&str> = p["device"]["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| f["kind"].as_str().expect("kind"))
+        .collect();
+    assert_eq!(kinds, ["device_leak", "out_of_memory"]);
+}
+
+#[test]
+fn virtual_memory_physical_leak_and_reservation() {
+    let dir = TestDir::new("virtual_memory_physical_leak_and_reservation");
+    let (_, report) = traced_cuda(&dir, "vmm", &[]);
+    let p = process_by_exe(&report, "vmm");
+    let funcs = [
+        "leak_vmm",
+        "create_transient",
+        "release_transient",
+        "reserve_va",
+    ];
+    assert_eq!(
+        user_summary(p, "device", &funcs),
+        expected(&[("leak_vmm", 2 << 20, 1)])
+    );
+    let kind = |name: &str| -> Value {
+        p["device"]["kinds"]
+            .as_array()
+            .expect("kinds")
+            .iter()
+            .find(|k| k["kind"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} row: {}", dump(p)))
+    };
+    assert_eq!(kind("reserved")["live_bytes"], 64 << 20);
+    assert_eq!(kind("physical")["allocations"], 2);
+    assert_eq!(kind("physical")["peak_bytes"], 4 << 20);
+    assert_eq!(kind("mapped")["live_bytes"], 2 << 20);
+    assert_eq!(p["device"]["peak_bytes"], 4 << 20);
+}
+
+#[test]
+fn program_linked_with_lcuda_is_traced_by_symbol() {
+    let dir = TestDir::new("program_linked_with_lcuda_is_traced_by_symbol");
+    let (_, report) = traced_cuda(&dir, "direct_link", &[]);
+    let p = process_by_exe(&report, "direct_link");
+    assert_eq!(
+        user_summary(p, "device", &["leak_direct", "copy_scratch"]),
+        expected(&[("leak_direct", 8192, 1)])
+    );
+    assert_eq!(p["device"]["allocations"], 2);
+    assert_eq!(p["device"]["peak_bytes"], 8448);
+}
+
+#[test]
+fn a_program_without_cuda_has_no_device_section() {
+    let dir = TestDir::new("a_program_without_cuda_has_no_device_section");
+    let prog = dir.compile("churn.c");
+    let (_, report) = traced(&dir, &prog, &[] as &[&str]);
+    let p = process_by_exe(&report, "churn");
+    assert_eq!(p["device"]["seen"], false);
+    assert_eq!(p["leaks"]["device"]["count"], 0);
+}
