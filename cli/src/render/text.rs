@@ -2,7 +2,8 @@
 use std::io::{self, Write};
 
 use super::{human_bytes, Render};
-use crate::report::model::{FrameOut, LeakClass, Process, Report};
+use crate::report::model::{FrameOut, LeakClass, Process, Report, Site};
+use crate::report::owner::first_program_function;
 
 /// The text renderer.
 pub struct Text {
@@ -110,11 +111,7 @@ impl Text {
             )?;
         }
         for f in &d.failures {
-            let site = f
-                .frames
-                .iter()
-                .find_map(|fr| fr.function.clone())
-                .unwrap_or_else(|| "??".into());
+            let site = first_program_function(&f.frames).unwrap_or("??");
             let retry = if f.retried_after_freeing {
                 format!(
                     "; retried after freeing {}",
@@ -181,18 +178,28 @@ impl Text {
     }
 
     fn leaks(&self, title: &str, unit: &str, c: &LeakClass, out: &mut dyn Write) -> io::Result<()> {
-        if c.count == 0 {
+        let own: Vec<&Site> = c.sites.iter().filter(|s| s.owner == "program").collect();
+        let (bytes, count) = (c.bytes - c.driver_bytes, c.count - c.driver_count);
+        if count == 0 {
             writeln!(out, "{title}: none")?;
-            return Ok(());
+        } else {
+            writeln!(
+                out,
+                "{title}: {} in {count} {unit} from {} sites",
+                human_bytes(bytes),
+                own.len()
+            )?;
         }
-        writeln!(
-            out,
-            "{title}: {} in {} {unit} from {} sites",
-            human_bytes(c.bytes),
-            c.count,
-            c.sites.len()
-        )?;
-        for (i, s) in c.sites.iter().take(self.top).enumerate() {
+        if c.driver_count > 0 {
+            writeln!(
+                out,
+                "  (plus {} in {} {unit} from {} sites that the CUDA driver allocated for itself and keeps until exit)",
+                human_bytes(c.driver_bytes),
+                c.driver_count,
+                c.sites.len() - own.len()
+            )?;
+        }
+        for (i, s) in own.iter().take(self.top).enumerate() {
             writeln!(
                 out,
                 "  #{:<2} {} in {} {unit} (of {} allocated here)",
@@ -212,11 +219,11 @@ impl Text {
                 )?;
             }
         }
-        if c.sites.len() > self.top {
+        if own.len() > self.top {
             writeln!(
                 out,
                 "  ... {} more sites (--top to see more)",
-                c.sites.len() - self.top
+                own.len() - self.top
             )?;
         }
         Ok(())

@@ -83,20 +83,27 @@ pub fn leak_class(
     sym: &mut Symbolizer,
     sites: &HashMap<u32, SiteStats>,
 ) -> LeakClass {
-    let live = live_sites(sites);
-    LeakClass {
-        bytes: live.iter().map(|(_, s)| s.live_bytes).sum(),
-        count: live.iter().map(|(_, s)| s.live_count).sum(),
-        sites: live
-            .into_iter()
-            .map(|(id, s)| Site {
+    let sites: Vec<Site> = live_sites(sites)
+        .into_iter()
+        .map(|(id, s)| {
+            let frames = frames(t, sym, id);
+            Site {
+                owner: super::owner::owner(&frames),
                 bytes: s.live_bytes,
                 count: s.live_count,
                 allocations: s.allocations,
                 allocated_bytes: s.allocated_bytes,
-                frames: frames(t, sym, id),
-            })
-            .collect(),
+                frames,
+            }
+        })
+        .collect();
+    let driver = || sites.iter().filter(|s| s.owner == "cuda_driver");
+    LeakClass {
+        bytes: sites.iter().map(|s| s.bytes).sum(),
+        count: sites.iter().map(|s| s.count).sum(),
+        driver_bytes: driver().map(|s| s.bytes).sum(),
+        driver_count: driver().map(|s| s.count).sum(),
+        sites,
     }
 }
 

@@ -4,3 +4,4 @@ pub mod build;
 pub mod device;
 pub mod growth;
 pub mod model;
+pub mod owner;

@@ -183,12 +183,17 @@ pub struct Finding {
 pub struct LeakClass {
     pub bytes: u64,
     pub count: u64,
+    /// Of `bytes` and `count`, what the CUDA driver allocated for itself (see `Site::owner`).
+    pub driver_bytes: u64,
+    pub driver_count: u64,
     pub sites: Vec<Site>,
 }
 
 /// One call site: a distinct stack.
 #[derive(Serialize, Debug)]
 pub struct Site {
+    /// "program", or "cuda_driver" when a frame is in the driver's own libraries.
+    pub owner: &'static str,
     /// Bytes still live from here.
     pub bytes: u64,
     /// Blocks still live from here.

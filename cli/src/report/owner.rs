@@ -1,0 +1,94 @@
+//! Whose memory is it: the program's, or the CUDA driver's own. The driver allocates host memory and
+//! maps large address ranges for itself during `cuInit`, module loading and launches; those stay until
+//! exit by design and are not the program's leaks. A site is the driver's when a frame of its stack is
+//! in the driver's libraries (`libcuda.so*`, `libnvidia-*`).
+use super::model::FrameOut;
+
+/// The owner of a host or mapping site.
+pub fn owner(frames: &[FrameOut]) -> &'static str {
+    if frames
+        .iter()
+        .any(|f| module_base(f).is_some_and(is_driver_module))
+    {
+        "cuda_driver"
+    } else {
+        "program"
+    }
+}
+
+/// The first frame that is the program's own code, not the CUDA runtime or driver (for one-line
+/// attributions such as "failed in try_big").
+pub fn first_program_function(frames: &[FrameOut]) -> Option<&str> {
+    frames
+        .iter()
+        .filter(|f| !is_runtime_frame(f))
+        .find_map(|f| f.function.as_deref())
+}
+
+fn is_runtime_frame(f: &FrameOut) -> bool {
+    if module_base(f).is_some_and(|m| is_driver_module(m) || m.starts_with("libcudart")) {
+        return true;
+    }
+    let Some(func) = f.function.as_deref() else {
+        return false;
+    };
+    // The static runtime lives inside the executable: recognise it by its names.
+    func.starts_with("cudart::")
+        || func.starts_with("libcudart_static_")
+        || func.starts_with("__cudart")
+        || is_api_name(func, "cuda")
+        || is_api_name(func, "cu")
+}
+
+/// `cudaMalloc`, `cuMemAlloc_v2`: the prefix followed by an upper-case letter.
+fn is_api_name(func: &str, prefix: &str) -> bool {
+    func.strip_prefix(prefix)
+        .and_then(|rest| rest.chars().next())
+        .is_some_and(|c| c.is_ascii_uppercase())
+}
+
+fn is_driver_module(base: &str) -> bool {
+    base.starts_with("libcuda.so") || base.starts_with("libnvidia-")
+}
+
+fn module_base(f: &FrameOut) -> Option<&str> {
+    f.module
+        .as_deref()
+        .map(|m| m.rsplit('/').next().unwrap_or(m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(function: &str, module: &str) -> FrameOut {
+        FrameOut {
+            kind: "native",
+            function: Some(function.into()),
+            file: None,
+            line: None,
+            module: Some(module.into()),
+            address: "0x1".into(),
+        }
+    }
+
+    #[test]
+    fn driver_sites_and_program_frames() {
+        let driver = [
+            frame("malloc", "/lib/libc.so.6"),
+            frame("0x", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
+            frame("main", "/app/prog"),
+        ];
+        assert_eq!(owner(&driver), "cuda_driver");
+        assert_eq!(owner(&driver[2..]), "program");
+        let failure = [
+            frame("libcudart_static_4d8b", "/app/prog"),
+            frame("cudaMalloc", "/app/prog"),
+            frame("try_big", "/app/prog"),
+            frame("main", "/app/prog"),
+        ];
+        assert_eq!(first_program_function(&failure), Some("try_big"));
+        assert_eq!(first_program_function(&failure[3..]), Some("main"));
+        assert!(!is_api_name("cudagraph_helper", "cuda"));
+    }
+}
