@@ -37,6 +37,11 @@ report() { # name tracedir: text report to stdout, JSON kept for the tarball
         "$M" run -q -o "$work/t_$p" -- "$work/$p"; echo "exit $?"
         report "driver_$p" "$work/t_$p" 45
     done
+    echo "### dlopen_tls: 40 libraries with TLS loaded while a thread waits (the PyTorch crash)"
+    for i in $(seq 0 39); do gcc -shared -fPIC -g -DTLS_ID=$i -o "$work/libtls$i.so" examples/c/libtls.c; done
+    gcc -g -O0 -o "$work/dlopen_tls" examples/c/dlopen_tls.c -ldl -pthread
+    "$M" run -q -o "$work/t_tls" -- "$work/dlopen_tls" "$work"/libtls*.so; echo "exit $?"
+    "$M" report "$work/t_tls" 2>&1 | grep -E '^(==|   |leaked heap)|leak_after_load' | head -6
     gcc -g -O0 -o "$work/direct_link" tests/cuda/programs/direct_link.c "$libcuda" -ldl \
         && { echo "### direct_link (real driver, -lcuda)"; "$M" run -q -o "$work/t_direct" -- "$work/direct_link"; echo "exit $?"; report driver_direct_link "$work/t_direct" 30; }
 } > "$OUT/driver_api.txt" 2>&1

@@ -1,21 +1,58 @@
 //! Per-thread state of the shim: the reentrancy guard and the cached thread id.
 //!
-//! Both are `const`-initialised thread-locals of `Cell` types, which have no destructor and need no
-//! lazy registration, so reading them from any hook (even during thread teardown) is always valid and
-//! never allocates.
-use std::cell::Cell;
+//! # Safety
+//! Both live in `pthread_getspecific` slots, not in Rust thread-locals. A thread-local of a preloaded
+//! library is reached through `__tls_get_addr`, which allocates with `malloc` when a `dlopen`ed
+//! library brings new TLS (it grows the thread's DTV): the guard would recurse into `malloc` before it
+//! could say "inside the shim" (seen with PyTorch loading libnvshmem). glibc keeps the first 32 keys'
+//! values inside the thread descriptor, so `pthread_getspecific`/`setspecific` on them never allocate.
+//! Keys are created once, at start, before any helper thread exists; until then the guard is inert
+//! (nothing is recorded before start anyway).
+#![allow(unsafe_code)]
 
-thread_local! {
-    static IN_SHIM: Cell<bool> = const { Cell::new(false) };
-    static TID: Cell<u32> = const { Cell::new(0) };
+use std::sync::atomic::{AtomicU32, Ordering};
+
+const NO_KEY: u32 = u32::MAX;
+static IN_SHIM: AtomicU32 = AtomicU32::new(NO_KEY);
+static TID: AtomicU32 = AtomicU32::new(NO_KEY);
+/// Marks "inside the shim" (any non-null value would do).
+const INSIDE: usize = 1;
+
+/// Creates the keys; returns false when the process has none left (the shim then records nothing).
+pub fn init() -> bool {
+    let mut a: libc::pthread_key_t = 0;
+    let mut b: libc::pthread_key_t = 0;
+    // SAFETY: valid out-pointers; no destructors.
+    let ok = unsafe {
+        libc::pthread_key_create(&mut a, None) == 0 && libc::pthread_key_create(&mut b, None) == 0
+    };
+    if ok {
+        IN_SHIM.store(a, Ordering::Release);
+        TID.store(b, Ordering::Release);
+    }
+    ok
+}
+
+#[inline]
+fn get(key: u32) -> usize {
+    // SAFETY: `key` was created by `init` and is never deleted.
+    unsafe { libc::pthread_getspecific(key) as usize }
+}
+
+#[inline]
+fn set(key: u32, v: usize) {
+    // SAFETY: as in `get`; for keys below 32 glibc stores the value without allocating.
+    unsafe { libc::pthread_setspecific(key, v as *const libc::c_void) };
 }
 
 /// Proof that this thread is inside the shim; leaving scope lets the thread be traced again.
-pub struct Guard(());
+pub struct Guard(u32);
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        IN_SHIM.with(|c| c.set(false));
+        if self.0 != NO_KEY {
+            set(self.0, 0);
+        }
     }
 }
 
@@ -23,36 +60,46 @@ impl Drop for Guard {
 /// must pass straight through) or is one of the shim's own threads.
 #[inline]
 pub fn enter() -> Option<Guard> {
-    IN_SHIM.with(|c| {
-        if c.get() {
-            None
-        } else {
-            c.set(true);
-            Some(Guard(()))
-        }
-    })
+    let key = IN_SHIM.load(Ordering::Acquire);
+    if key == NO_KEY {
+        return Some(Guard(NO_KEY));
+    }
+    if get(key) != 0 {
+        return None;
+    }
+    set(key, INSIDE);
+    Some(Guard(key))
 }
 
 /// Marks the calling thread as never traced (the writer and sampler threads).
 pub fn mark_thread_untraced() {
-    IN_SHIM.with(|c| c.set(true));
+    let key = IN_SHIM.load(Ordering::Acquire);
+    if key != NO_KEY {
+        set(key, INSIDE);
+    }
 }
 
 /// The kernel id of the calling thread, cached after the first call.
 #[inline]
 pub fn tid() -> u32 {
-    TID.with(|c| {
-        let t = c.get();
+    let key = TID.load(Ordering::Acquire);
+    if key != NO_KEY {
+        let t = get(key);
         if t != 0 {
-            return t;
+            return t as u32;
         }
-        let t = crate::sys::gettid();
-        c.set(t);
-        t
-    })
+    }
+    let t = crate::sys::gettid();
+    if key != NO_KEY {
+        set(key, t as usize);
+    }
+    t
 }
 
 /// Forgets the cached thread id (after fork the surviving thread has a new one).
 pub fn reset_tid() {
-    TID.with(|c| c.set(0));
+    let key = TID.load(Ordering::Acquire);
+    if key != NO_KEY {
+        set(key, 0);
+    }
 }

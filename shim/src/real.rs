@@ -9,9 +9,8 @@
 //! transmutes below sound. When a symbol cannot be found, glibc's `__libc_*` entry points stand in.
 #![allow(unsafe_code)]
 
-use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
 use crate::bootstrap;
 
@@ -31,8 +30,14 @@ const RESOLVING: u8 = 1;
 const RESOLVED: u8 = 2;
 static STATE: AtomicU8 = AtomicU8::new(UNRESOLVED);
 
-thread_local! {
-    static RESOLVER: Cell<bool> = const { Cell::new(false) };
+/// The thread id of the thread resolving the symbols (0 when none): calls it makes while resolving are
+/// served from the arena. An atomic, not a thread-local: see `guard` for why the shim keeps no Rust
+/// thread-locals on the allocation path.
+static RESOLVER: AtomicU32 = AtomicU32::new(0);
+
+fn is_resolver() -> bool {
+    let r = RESOLVER.load(Ordering::Acquire);
+    r != 0 && r == crate::sys::gettid()
 }
 
 /// One resolvable symbol: its name and the address found for it (0 until resolved or when absent).
@@ -104,12 +109,12 @@ fn ensure_resolved() -> bool {
 
 #[cold]
 fn resolve_slow() -> bool {
-    if RESOLVER.with(|r| r.get()) {
+    if is_resolver() {
         return false;
     }
     match STATE.compare_exchange(UNRESOLVED, RESOLVING, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => {
-            RESOLVER.with(|r| r.set(true));
+            RESOLVER.store(crate::sys::gettid(), Ordering::Release);
             for version in [c"GLIBC_2.34", c"GLIBC_2.2.5"] {
                 // SAFETY: RTLD_NEXT is a valid pseudo-handle; both strings are NUL-terminated.
                 let p =
@@ -123,7 +128,7 @@ fn resolve_slow() -> bool {
                 let p = dlsym(libc::RTLD_NEXT, sym.name);
                 sym.addr.store(p as usize, Ordering::Relaxed);
             }
-            RESOLVER.with(|r| r.set(false));
+            RESOLVER.store(0, Ordering::Release);
             STATE.store(RESOLVED, Ordering::Release);
             true
         }
@@ -481,7 +486,7 @@ fn missing() -> c_int {
 }
 
 fn boot_or(f: impl FnOnce() -> *mut c_void, size: usize, align: usize) -> *mut c_void {
-    if RESOLVER.with(|r| r.get()) {
+    if is_resolver() {
         bootstrap::alloc(size, align)
     } else {
         f()

@@ -51,6 +51,12 @@ pub fn init() {
     if cfg.disabled {
         return;
     }
+    if !crate::guard::init() {
+        warn("no thread-specific keys are left in this process; this process is not traced");
+        return;
+    }
+    // The keys exist only now, so the caller's guard was inert: what starting allocates passes through.
+    let _inside = crate::guard::enter();
     let mods = modules::scan("");
     if let Some((lo, hi)) = modules::exec_range_of(&mods, init as fn() as usize as u64) {
         stacks::set_self_range(lo as usize, hi as usize);

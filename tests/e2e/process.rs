@@ -229,3 +229,37 @@ fn sigkill_trace_truncated_but_symbolized() {
         .expect("the trace file's canonical path");
     assert_eq!(reported.ok(), Some(actual), "trace path: {}", p["trace"]);
 }
+
+/// Regression: PyTorch died of a stack overflow under the shim on the H200 machine (glibc 2.39):
+/// loading libraries with TLS made glibc's `__tls_get_addr` grow the DTV with `malloc`, and the guard
+/// then lived in dynamic TLS and recursed. glibc 2.36 (this CI machine) grows the DTV without the
+/// interposed malloc, so here this only checks that many TLS libraries load and are traced;
+/// `scripts/h200/validate.sh` runs the same program on glibc 2.39.
+#[test]
+fn dlopen_of_many_tls_libraries_does_not_recurse_in_malloc() {
+    let dir = TestDir::new("dlopen_of_many_tls_libraries_does_not_recurse_in_malloc");
+    let libs: Vec<String> = (0..40)
+        .map(|i| {
+            let name = format!("libtls{i}.so");
+            dir.compile_with(
+                "libtls.c",
+                &name,
+                &["-shared", "-fPIC", "-g", &format!("-DTLS_ID={i}")],
+            );
+            dir.path(&name).to_string_lossy().into_owned()
+        })
+        .collect();
+    let prog = dir.compile_with(
+        "dlopen_tls.c",
+        "dlopen_tls",
+        &["-g", "-O0", "-ldl", "-pthread"],
+    );
+    let (out, report) = traced(&dir, &prog, &libs);
+    assert_eq!(out.stdout_str(), "loaded 40\n", "{}", out.describe());
+    let p = process_by_exe(&report, "dlopen_tls");
+    assert_eq!(p["truncated"], false, "{}", dump(p));
+    assert_eq!(
+        user_summary(p, "host", &["leak_after_load"]),
+        expected(&[("leak_after_load", 1000, 1)])
+    );
+}
