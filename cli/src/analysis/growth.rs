@@ -3,8 +3,10 @@
 //!
 //! Each site keeps the points where its live bytes set a new high-water mark, thinned to at most
 //! [`MAX_POINTS`] (every other point dropped, first and last kept), so memory stays bounded however
-//! long the run. At the end a site is growing when its new highs are spread over most of the run and
-//! it still holds most of its high-water mark.
+//! long the run. At the end a site is growing when its new highs are spread over most of its own
+//! lifetime (from its first allocation to the end of the run, so a leak that starts late in a long
+//! process — a training loop after a slow import — is judged on the loop) and it still holds most of
+//! its high-water mark.
 use super::SiteStats;
 
 /// High-water points kept per site.
@@ -57,19 +59,19 @@ pub struct Growing {
     pub live_end: u64,
 }
 
-/// The growing sites among `sites`, fastest first. `start` and `end` bound the run (clock ns);
+/// The growing sites among `sites`, fastest first. `end` is the end of the run (clock ns);
 /// `min_bytes` ignores sites that never held that much.
 pub fn growing<'a>(
     sites: impl Iterator<Item = (u32, &'a SiteStats)>,
-    start: u64,
     end: u64,
     min_bytes: u64,
 ) -> Vec<Growing> {
-    let span = end.saturating_sub(start).max(1);
     let mut out: Vec<Growing> = sites
         .filter_map(|(stack, s)| {
             let pts = &s.high_water.points;
             let (&first, &last) = (pts.first()?, pts.last()?);
+            let start = first.0;
+            let span = end.max(last.0).saturating_sub(start).max(1);
             if last.1 < min_bytes || s.live_bytes * 10 < last.1 * 9 || last.0 <= first.0 {
                 return None;
             }
@@ -118,11 +120,26 @@ mod tests {
         let b = site(&burst, 100_000);
         let freed = site(&climb, 1000);
         let sites = [(1, &a), (2, &b), (3, &freed)];
-        let g = growing(sites.iter().map(|(i, s)| (*i, *s)), 0, 1_000_000_000, 1);
+        let g = growing(sites.iter().map(|(i, s)| (*i, *s)), 1_000_000_000, 1);
         assert_eq!(g.len(), 1);
         assert_eq!(g[0].stack, 1);
         assert!(a.high_water.points.len() <= MAX_POINTS);
         assert_eq!(g[0].to, (1_000_000_000, 100_000));
         assert!((g[0].rate - 99_000.0 / 0.99).abs() < 1.0, "{}", g[0].rate);
+    }
+
+    #[test]
+    fn a_leak_that_starts_late_is_judged_on_its_own_lifetime() {
+        // 40 s of start-up, then a 1 s loop that leaks every step until the end.
+        let late: Vec<(u64, u64)> = (1..=60)
+            .map(|i| (40_000_000_000 + i * 16_000_000, i * 4096))
+            .collect();
+        let s = site(&late, 60 * 4096);
+        let g = growing([(7, &s)].into_iter(), 41_000_000_000, 1);
+        assert_eq!(g.len(), 1);
+        // A site that grew early and then stopped for good is not growing at the end.
+        let early: Vec<(u64, u64)> = (1..=60).map(|i| (i * 16_000_000, i * 4096)).collect();
+        let s = site(&early, 60 * 4096);
+        assert!(growing([(8, &s)].into_iter(), 41_000_000_000, 1).is_empty());
     }
 }

@@ -236,6 +236,7 @@ pub fn error_name(code: i32) -> String {
         500 => "CUDA_ERROR_NOT_FOUND".into(),
         600 => "CUDA_ERROR_NOT_READY".into(),
         719 => "CUDA_ERROR_LAUNCH_FAILED".into(),
+        800 => "CUDA_ERROR_NOT_PERMITTED".into(),
         801 => "CUDA_ERROR_NOT_SUPPORTED".into(),
         999 => "CUDA_ERROR_UNKNOWN".into(),
         other => format!("CUresult {other}"),

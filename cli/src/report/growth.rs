@@ -21,7 +21,6 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
     let (start, end) = (t.header.clock_start_ns, t.last_t);
     let host = growing(
         t.heap.sites().iter().map(|(k, v)| (*k, v)),
-        start,
         end,
         HOST_MIN_BYTES,
     );
@@ -33,7 +32,6 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
     }
     let device = growing(
         dev_sites.iter().map(|(k, v)| (*k, v)),
-        start,
         end,
         DEVICE_MIN_BYTES,
     );
