@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use memshim_trace::{End, Header, Module, Record, SymFrame, TraceReader};
 
-use crate::analysis::{device::Device, heap::Heap, mmap::Mappings};
+use crate::analysis::{device::Device, heap::Heap, mmap::Mappings, transfers::Transfers};
 
 /// A module as loaded, with when it was loaded and unloaded.
 #[derive(Clone, Debug)]
@@ -53,6 +53,8 @@ pub struct Replayed {
     pub mmap: Mappings,
     /// The CUDA memory analysis.
     pub device: Device,
+    /// The copies.
+    pub transfers: Transfers,
 }
 
 /// The name of a record kind, for counts.
@@ -75,6 +77,7 @@ pub fn kind_name(r: &Record) -> &'static str {
         Record::CudaFailure(_) => "cuda_failure",
         Record::MemInfo(_) => "mem_info",
         Record::ManagedHint(_) => "managed_hint",
+        Record::Copy(_) => "copy",
     }
 }
 
@@ -100,6 +103,7 @@ pub fn replay(path: &Path) -> Result<Replayed> {
         heap: Heap::default(),
         mmap: Mappings::default(),
         device: Device::default(),
+        transfers: Transfers::default(),
     };
     loop {
         let ev = match reader.next_event() {
@@ -153,6 +157,7 @@ pub fn replay(path: &Path) -> Result<Replayed> {
             Record::CudaFailure(f) => r.device.failure(ev.t, ev.tid, f),
             Record::MemInfo(m) => r.device.mem_info(&m),
             Record::ManagedHint(h) => r.device.hint(&h),
+            Record::Copy(c) => r.transfers.copy(&c, &r.device),
         }
     }
     r.truncated = reader.truncated() || r.corrupt.is_some();

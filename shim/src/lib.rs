@@ -27,7 +27,6 @@
 mod bootstrap;
 mod clock;
 mod config;
-#[cfg(not(test))]
 mod cuda;
 mod global_alloc;
 mod guard;

@@ -327,6 +327,7 @@ fn set_stack(record: &mut Record, id: u32) {
         Record::DeviceAlloc(r) => r.stack = id,
         Record::CudaFailure(r) => r.stack = id,
         Record::ManagedHint(r) => r.stack = id,
+        Record::Copy(r) => r.stack = id,
         _ => {}
     }
 }

@@ -230,3 +230,97 @@ fn a_program_without_cuda_has_no_device_section() {
     assert_eq!(p["device"]["seen"], false);
     assert_eq!(p["leaks"]["device"]["count"], 0);
 }
+
+#[test]
+fn copies_by_direction_and_host_memory_exactly() {
+    let dir = TestDir::new("copies_by_direction_and_host_memory_exactly");
+    let (stdout, report) = traced_cuda(&dir, "copies", &[]);
+    assert!(stdout.contains("done"), "{stdout}");
+    let p = process_by_exe(&report, "copies");
+    let tr = &p["transfers"];
+    let rows: Vec<(String, String, u64, u64)> = tr["summary"]
+        .as_array()
+        .expect("summary")
+        .iter()
+        .map(|r| {
+            (
+                r["direction"].as_str().expect("direction").to_string(),
+                r["host_memory"].as_str().expect("host_memory").to_string(),
+                r["count"].as_u64().expect("count"),
+                r["bytes"].as_u64().expect("bytes"),
+            )
+        })
+        .collect();
+    let row = |d: &str, h: &str, c: u64, b: u64| (d.to_string(), h.to_string(), c, b);
+    assert_eq!(
+        rows,
+        [
+            row("HtoD", "pageable", 2018, 15856640),
+            row("HtoD", "pinned", 10, 10485760),
+            row("HtoD", "registered", 3, 3145728),
+            row("HtoD", "managed", 1, 1048576),
+            row("DtoH", "pageable", 7, 5767168),
+            row("DtoD", "device", 2, 2097152),
+        ]
+    );
+    let pageable = &tr["summary"][0];
+    assert_eq!(pageable["async_count"], 4, "{}", dump(tr));
+    assert!(pageable["gbps"].as_f64().is_some_and(|g| g > 0.0));
+    assert!(
+        tr["summary"][1]["seconds"].is_null(),
+        "pinned async copies have no sync time"
+    );
+
+    // One site per (function, direction, host memory), named after the function that copied.
+    let site = |func: &str, d: &str, h: &str| -> (u64, u64) {
+        let s = tr["sites"]
+            .as_array()
+            .expect("sites")
+            .iter()
+            .find(|s| s["direction"] == d && s["host_memory"] == h && functions(s).contains(&func))
+            .unwrap_or_else(|| panic!("no {func} {d} {h} site: {}", dump(tr)));
+        (
+            s["count"].as_u64().expect("count"),
+            s["bytes"].as_u64().expect("bytes"),
+        )
+    };
+    assert_eq!(site("pageable_h2d", "HtoD", "pageable"), (10, 10485760));
+    assert_eq!(site("pinned_h2d_async", "HtoD", "pinned"), (10, 10485760));
+    assert_eq!(site("pageable_h2d_async", "HtoD", "pageable"), (4, 4194304));
+    assert_eq!(site("registered_h2d", "HtoD", "registered"), (3, 3145728));
+    assert_eq!(site("device_d2d", "DtoD", "device"), (2, 2097152));
+    assert_eq!(site("managed_h2d", "HtoD", "managed"), (1, 1048576));
+    assert_eq!(site("small_storm", "HtoD", "pageable"), (2000, 128000));
+    assert_eq!(site("pageable_d2h", "DtoH", "pageable"), (5, 5242880));
+    assert_eq!(site("unified_copies", "HtoD", "pageable"), (4, 1048576));
+    assert_eq!(site("unified_copies", "DtoH", "pageable"), (2, 524288));
+
+    let kinds: Vec<&str> = tr["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| f["kind"].as_str().expect("kind"))
+        .collect();
+    for k in ["pageable_async_copy", "small_copies", "repeated_copy"] {
+        assert!(kinds.contains(&k), "no {k} finding in {kinds:?}");
+    }
+    let async_finding = tr["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["kind"] == "pageable_async_copy")
+        .expect("pageable async finding");
+    assert!(
+        async_finding["text"].as_str().is_some_and(
+            |t| t.starts_with("4 asynchronous HtoD") && t.contains("pageable_h2d_async")
+        ),
+        "{async_finding}"
+    );
+    let hist: u64 = tr["histogram"]
+        .as_array()
+        .expect("histogram")
+        .iter()
+        .map(|b| b["count"].as_u64().expect("count"))
+        .sum();
+    assert_eq!(hist, 2041);
+}

@@ -26,9 +26,9 @@ pub use error::Error;
 pub use header::{Clock, Header, FORMAT_VERSION, MAGIC};
 pub use reader::TraceReader;
 pub use record::{
-    Alloc, AllocFn, CudaApi, CudaFailure, DeviceAlloc, DeviceFree, DeviceMemory, End, EndReason,
-    Event, Free, ManagedHint, Map, MapFn, MemInfo, Module, ModuleUnload, Note, ReallocFailed,
-    Record, Segment, StackDef, SymFrame, Symbol, Unmap,
+    Alloc, AllocFn, CopyApi, CudaApi, CudaFailure, DeviceAlloc, DeviceFree, DeviceMemory, End,
+    EndReason, Event, Free, ManagedHint, Map, MapFn, MemInfo, Module, ModuleUnload, Note,
+    ReallocFailed, Record, Segment, StackDef, SymFrame, Symbol, Transfer, Unmap,
 };
 pub use writer::TraceWriter;
 

@@ -53,6 +53,8 @@ pub enum Record {
     MemInfo(MemInfo),
     /// A unified-memory hint: prefetch or advise.
     ManagedHint(ManagedHint),
+    /// A memory copy through the driver; the event time is when the call started.
+    Copy(Transfer),
 }
 
 /// Which allocation function was called.
@@ -364,6 +366,64 @@ pub struct ManagedHint {
     pub size: u64,
     /// The destination device (prefetch) or the advice value (advise).
     pub value: i32,
+    /// The stack id of the call.
+    pub stack: u32,
+}
+
+/// Which copy call was made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CopyApi {
+    /// `cuMemcpy` (unified addressing: direction from the addresses).
+    Memcpy,
+    /// `cuMemcpyAsync` (unified addressing).
+    MemcpyAsync,
+    /// `cuMemcpyHtoD`.
+    MemcpyHtoD,
+    /// `cuMemcpyDtoH`.
+    MemcpyDtoH,
+    /// `cuMemcpyDtoD`.
+    MemcpyDtoD,
+    /// `cuMemcpyHtoDAsync`.
+    MemcpyHtoDAsync,
+    /// `cuMemcpyDtoHAsync`.
+    MemcpyDtoHAsync,
+    /// `cuMemcpyDtoDAsync`.
+    MemcpyDtoDAsync,
+}
+
+impl CopyApi {
+    /// True for the calls that return before the copy is done (when the host memory allows it).
+    pub fn is_async(self) -> bool {
+        matches!(
+            self,
+            CopyApi::MemcpyAsync
+                | CopyApi::MemcpyHtoDAsync
+                | CopyApi::MemcpyDtoHAsync
+                | CopyApi::MemcpyDtoDAsync
+        )
+    }
+}
+
+/// A copy through the driver.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Transfer {
+    /// The call.
+    pub api: CopyApi,
+    /// Destination address.
+    pub dst: u64,
+    /// Source address.
+    pub src: u64,
+    /// Bytes.
+    pub size: u64,
+    /// The stream (0 for the default stream and for synchronous calls).
+    pub stream: u64,
+    /// How long the call took, in nanoseconds: the transfer for synchronous calls, the time the
+    /// caller was blocked for asynchronous ones.
+    pub duration_ns: u64,
+    /// The `CUresult` it returned.
+    pub result: i32,
+    /// The device ordinal of the current context, -1 when unknown.
+    pub device: i32,
     /// The stack id of the call.
     pub stack: u32,
 }

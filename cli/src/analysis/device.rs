@@ -48,6 +48,8 @@ pub struct Device {
     pub kinds: BTreeMap<DeviceMemory, Heap>,
     /// Where each live device block is, to charge frees to the right GPU.
     owner: HashMap<(DeviceMemory, u64), (i32, u64)>,
+    /// Live address ranges of every kind a copy can touch, by start: (end, kind).
+    ranges: BTreeMap<u64, (u64, DeviceMemory)>,
     /// Per GPU (device ordinal; -1 when unknown).
     pub devices: BTreeMap<i32, PerDevice>,
     /// Device bytes live on all GPUs.
@@ -67,6 +69,12 @@ pub struct Device {
     pub advises: (u64, u64),
 }
 
+/// Whether a kind is a range of addresses a copy can read or write (physical handles and bare
+/// reservations are not).
+fn addressable(kind: DeviceMemory) -> bool {
+    !matches!(kind, DeviceMemory::Physical | DeviceMemory::Reserved)
+}
+
 /// Whether a kind is memory on the GPU itself (counted for capacity).
 fn on_gpu(kind: DeviceMemory) -> bool {
     matches!(kind, DeviceMemory::Device | DeviceMemory::Physical)
@@ -79,6 +87,9 @@ impl Device {
             .entry(a.kind)
             .or_default()
             .alloc(t, tid, a.addr, a.size, a.stack);
+        if addressable(a.kind) && a.size > 0 {
+            self.ranges.insert(a.addr, (a.addr + a.size, a.kind));
+        }
         if on_gpu(a.kind) {
             self.owner.insert((a.kind, a.addr), (a.device, a.size));
             self.live_bytes += a.size;
@@ -110,6 +121,9 @@ impl Device {
         if freed == 0 && kind == DeviceMemory::Device {
             kind = DeviceMemory::Managed;
             freed = self.heap_free(kind, tid, f.addr);
+        }
+        if freed > 0 && addressable(kind) {
+            self.ranges.remove(&f.addr);
         }
         if freed > 0 && on_gpu(kind) {
             if let Some((dev, size)) = self.owner.remove(&(kind, f.addr)) {
@@ -161,6 +175,13 @@ impl Device {
         };
         slot.0 += 1;
         slot.1 += h.size;
+    }
+
+    /// The kind of live CUDA memory `addr` lies in, or `None` for memory CUDA does not know
+    /// (pageable host memory).
+    pub fn classify(&self, addr: u64) -> Option<DeviceMemory> {
+        let (_, &(end, kind)) = self.ranges.range(..=addr).next_back()?;
+        (addr < end).then_some(kind)
     }
 
     /// True when the trace holds any CUDA memory event.

@@ -72,7 +72,67 @@ impl Text {
         if p.device.seen {
             self.device(p, out)?;
         }
+        if !p.transfers.summary.is_empty() {
+            self.transfers(p, out)?;
+        }
         self.growth(p, out)
+    }
+
+    fn transfers(&self, p: &Process, out: &mut dyn Write) -> io::Result<()> {
+        let tr = &p.transfers;
+        let count: u64 = tr.summary.iter().map(|r| r.count).sum();
+        let bytes: u64 = tr.summary.iter().map(|r| r.bytes).sum();
+        writeln!(out, "transfers: {count} copies, {}", human_bytes(bytes))?;
+        for r in &tr.summary {
+            let sync = match (r.seconds, r.gbps) {
+                (Some(s), Some(g)) => format!("sync {:.3} ms at {g:.2} GB/s", s * 1e3),
+                (Some(s), None) => format!("sync {:.3} ms", s * 1e3),
+                _ => String::new(),
+            };
+            let asynchronous = if r.async_count > 0 {
+                format!(
+                    "{} async, caller blocked {:.3} ms",
+                    r.async_count,
+                    r.async_blocked_seconds * 1e3
+                )
+            } else {
+                String::new()
+            };
+            writeln!(
+                out,
+                "  {:<4} {:<10} {:>7} copies {:>10}  {sync}{}{asynchronous}",
+                r.direction,
+                r.host_memory,
+                r.count,
+                human_bytes(r.bytes),
+                if sync.is_empty() || asynchronous.is_empty() {
+                    ""
+                } else {
+                    "; "
+                }
+            )?;
+        }
+        for (i, s) in tr.sites.iter().take(self.top.min(5)).enumerate() {
+            writeln!(
+                out,
+                "  site #{} {} {}: {} copies, {}",
+                i + 1,
+                s.direction,
+                s.host_memory,
+                s.count,
+                human_bytes(s.bytes)
+            )?;
+            for f in s.frames.iter().take(4) {
+                writeln!(out, "        {}", frame_line(f))?;
+            }
+        }
+        if tr.failed > 0 {
+            writeln!(out, "  {} copies failed", tr.failed)?;
+        }
+        for f in &tr.findings {
+            writeln!(out, "  finding: {}", f.text)?;
+        }
+        Ok(())
     }
 
     fn device(&self, p: &Process, out: &mut dyn Write) -> io::Result<()> {

@@ -26,6 +26,7 @@ fn process(t: &Replayed) -> Process {
     let [device, managed, pinned, registered] = super::device::leaks(t, &mut sym);
     let device_section = super::device::section(t, &mut sym, &device);
     let growth = super::growth::section(t, &mut sym);
+    let transfers = super::transfers::section(t, &mut sym);
     let mut notes = t.notes.clone();
     if let Some(c) = &t.corrupt {
         notes.push(format!("reading stopped early: {c}"));
@@ -75,6 +76,7 @@ fn process(t: &Replayed) -> Process {
         },
         growth,
         device: device_section,
+        transfers,
     }
 }
 

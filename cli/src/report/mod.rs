@@ -5,3 +5,4 @@ pub mod device;
 pub mod growth;
 pub mod model;
 pub mod owner;
+pub mod transfers;

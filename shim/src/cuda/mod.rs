@@ -12,6 +12,7 @@
 //! The guard is held across the real driver call, so the driver's own mallocs and mmaps are not
 //! reported as the program's. A process that never loads libcuda pays nothing.
 pub mod api;
+pub mod copy;
 pub mod dlsym;
 pub mod record;
 pub mod table;

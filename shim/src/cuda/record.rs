@@ -3,7 +3,8 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memshim_trace::{
-    CudaApi, CudaFailure, DeviceAlloc, DeviceFree, DeviceMemory, ManagedHint, MemInfo, Record,
+    CopyApi, CudaApi, CudaFailure, DeviceAlloc, DeviceFree, DeviceMemory, ManagedHint, MemInfo,
+    Record, Transfer,
 };
 
 use crate::msg::{CudaMsg, Msg};
@@ -11,8 +12,12 @@ use crate::recorder::{record_guarded, stack_hash};
 use crate::{clock, guard, real, session};
 
 fn send(record: Record, with_stack: bool) {
+    send_at(None, record, with_stack);
+}
+
+fn send_at(at: Option<u64>, record: Record, with_stack: bool) {
     record_guarded(session::cuda_active, || {
-        let t = clock::monotonic_ns();
+        let t = at.unwrap_or_else(clock::monotonic_ns);
         let stack = with_stack.then(stack_hash);
         session::send(Msg::Cuda(Box::new(CudaMsg {
             t,
@@ -51,6 +56,36 @@ pub fn failure(api: CudaApi, size: u64, result: i32) {
         Record::CudaFailure(CudaFailure {
             api,
             size,
+            result,
+            device,
+            stack: 0,
+        }),
+        true,
+    );
+}
+
+/// A copy that started at `t0` and took `duration_ns`.
+#[allow(clippy::too_many_arguments)]
+pub fn copy(
+    api: CopyApi,
+    dst: u64,
+    src: u64,
+    size: u64,
+    stream: u64,
+    t0: u64,
+    duration_ns: u64,
+    result: i32,
+) {
+    let device = current_device();
+    send_at(
+        Some(t0),
+        Record::Copy(Transfer {
+            api,
+            dst,
+            src,
+            size,
+            stream,
+            duration_ns,
             result,
             device,
             stack: 0,

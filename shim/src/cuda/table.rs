@@ -12,7 +12,7 @@
 use std::ffi::{c_char, c_int, c_ulonglong, c_void, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::api;
+use super::{api, copy};
 use crate::{real, stacks};
 
 /// `CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM`.
@@ -34,6 +34,12 @@ pub struct Entry {
 }
 
 macro_rules! entry {
+    (copy $name:ident, $base:literal, $min:expr) => {
+        entry!(@in copy, $name, $base, $min, c_int::MAX, false)
+    };
+    (copy $name:ident, $base:literal, $min:expr, ptds) => {
+        entry!(@in copy, $name, $base, $min, c_int::MAX, true)
+    };
     ($name:ident, $base:literal, $min:expr) => {
         entry!($name, $base, $min, c_int::MAX, false)
     };
@@ -41,14 +47,17 @@ macro_rules! entry {
         entry!($name, $base, $min, c_int::MAX, true)
     };
     ($name:ident, $base:literal, $min:expr, $max:expr, $ptds:expr) => {
+        entry!(@in api, $name, $base, $min, $max, $ptds)
+    };
+    (@in $module:ident, $name:ident, $base:literal, $min:expr, $max:expr, $ptds:expr) => {
         Entry {
             export: stringify!($name),
             base: $base,
             min_version: $min,
             max_version: $max,
             ptds: $ptds,
-            wrapper: Fp(api::$name as *const ()),
-            real: &api::$name::REAL,
+            wrapper: Fp($module::$name as *const ()),
+            real: &$module::$name::REAL,
         }
     };
 }
@@ -91,6 +100,22 @@ static ENTRIES: &[Entry] = &[
     ),
     entry!(cuMemAdvise, "cuMemAdvise", 8000, 12020, false),
     entry!(cuMemGetInfo_v2, "cuMemGetInfo", 3020),
+    entry!(copy cuMemcpy, "cuMemcpy", 4000),
+    entry!(copy cuMemcpy_ptds, "cuMemcpy", 7000, ptds),
+    entry!(copy cuMemcpyAsync, "cuMemcpyAsync", 4000),
+    entry!(copy cuMemcpyAsync_ptsz, "cuMemcpyAsync", 7000, ptds),
+    entry!(copy cuMemcpyHtoD_v2, "cuMemcpyHtoD", 3020),
+    entry!(copy cuMemcpyHtoD_v2_ptds, "cuMemcpyHtoD", 7000, ptds),
+    entry!(copy cuMemcpyDtoH_v2, "cuMemcpyDtoH", 3020),
+    entry!(copy cuMemcpyDtoH_v2_ptds, "cuMemcpyDtoH", 7000, ptds),
+    entry!(copy cuMemcpyDtoD_v2, "cuMemcpyDtoD", 3020),
+    entry!(copy cuMemcpyDtoD_v2_ptds, "cuMemcpyDtoD", 7000, ptds),
+    entry!(copy cuMemcpyHtoDAsync_v2, "cuMemcpyHtoDAsync", 3020),
+    entry!(copy cuMemcpyHtoDAsync_v2_ptsz, "cuMemcpyHtoDAsync", 7000, ptds),
+    entry!(copy cuMemcpyDtoHAsync_v2, "cuMemcpyDtoHAsync", 3020),
+    entry!(copy cuMemcpyDtoHAsync_v2_ptsz, "cuMemcpyDtoHAsync", 7000, ptds),
+    entry!(copy cuMemcpyDtoDAsync_v2, "cuMemcpyDtoDAsync", 3020),
+    entry!(copy cuMemcpyDtoDAsync_v2_ptsz, "cuMemcpyDtoDAsync", 7000, ptds),
     entry!(cuGetProcAddress, "cuGetProcAddress", 11030, 12000, false),
     entry!(cuGetProcAddress_v2, "cuGetProcAddress", 12000),
 ];

@@ -1,0 +1,195 @@
+//! Transfers: every recorded copy by direction and by the kind of host memory on its host side, with
+//! bytes, time and bandwidth, by call site; the size histogram; and the host buffers copied again and
+//! again. The host side's kind comes from the CUDA allocations seen so far (pinned, registered,
+//! managed); memory CUDA did not allocate or register is pageable.
+use std::collections::{BTreeMap, HashMap};
+
+use memshim_trace::{CopyApi, DeviceMemory, Transfer};
+
+use super::device::Device;
+
+/// Copy direction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Direction {
+    HtoD,
+    DtoH,
+    DtoD,
+    HtoH,
+}
+
+/// The kind of host memory a copy used ("device" for device-to-device copies).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HostMemory {
+    Pageable,
+    Pinned,
+    Registered,
+    Managed,
+    Device,
+}
+
+/// Totals of one group of copies.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Totals {
+    /// Copies.
+    pub count: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Synchronous copies, their bytes and their time (the transfer time).
+    pub sync_count: u64,
+    pub sync_bytes: u64,
+    pub sync_ns: u64,
+    /// Asynchronous copies and how long their calls blocked the caller.
+    pub async_count: u64,
+    pub async_blocked_ns: u64,
+}
+
+impl Totals {
+    fn add(&mut self, c: &Transfer) {
+        self.count += 1;
+        self.bytes += c.size;
+        if c.api.is_async() {
+            self.async_count += 1;
+            self.async_blocked_ns += c.duration_ns;
+        } else {
+            self.sync_count += 1;
+            self.sync_bytes += c.size;
+            self.sync_ns += c.duration_ns;
+        }
+    }
+}
+
+/// Upper bounds of the size histogram's buckets (the last bucket is everything above).
+pub const SIZE_BUCKETS: [u64; 5] = [64, 4 << 10, 64 << 10, 1 << 20, 16 << 20];
+
+/// The transfers analysis state.
+#[derive(Default, Debug)]
+pub struct Transfers {
+    /// By (direction, host memory).
+    pub by_kind: BTreeMap<(Direction, HostMemory), Totals>,
+    /// By (direction, host memory, stack).
+    pub by_site: HashMap<(Direction, HostMemory, u32), Totals>,
+    /// Copies per size bucket (`SIZE_BUCKETS`, then one more for larger).
+    pub histogram: [u64; SIZE_BUCKETS.len() + 1],
+    /// Host-to-device copies per (host address, size).
+    pub repeated: HashMap<(u64, u64), u64>,
+    /// Copies that failed.
+    pub failed: u64,
+}
+
+impl Transfers {
+    /// A copy; `device` knows which addresses are CUDA memory at this moment.
+    pub fn copy(&mut self, c: &Transfer, device: &Device) {
+        if c.result != 0 {
+            self.failed += 1;
+            return;
+        }
+        let (dir, host) = classify(c, device);
+        self.by_kind.entry((dir, host)).or_default().add(c);
+        self.by_site.entry((dir, host, c.stack)).or_default().add(c);
+        let bucket = SIZE_BUCKETS
+            .iter()
+            .position(|&b| c.size <= b)
+            .unwrap_or(SIZE_BUCKETS.len());
+        self.histogram[bucket] += 1;
+        if dir == Direction::HtoD {
+            *self.repeated.entry((c.src, c.size)).or_default() += 1;
+        }
+    }
+}
+
+fn host_kind(k: Option<DeviceMemory>) -> HostMemory {
+    match k {
+        None => HostMemory::Pageable,
+        Some(DeviceMemory::PinnedHost) => HostMemory::Pinned,
+        Some(DeviceMemory::Registered) => HostMemory::Registered,
+        Some(DeviceMemory::Managed) => HostMemory::Managed,
+        Some(_) => HostMemory::Device,
+    }
+}
+
+fn on_device(k: Option<DeviceMemory>) -> bool {
+    matches!(k, Some(DeviceMemory::Device | DeviceMemory::Mapped))
+}
+
+/// Direction and host memory of a copy.
+fn classify(c: &Transfer, device: &Device) -> (Direction, HostMemory) {
+    match c.api {
+        CopyApi::MemcpyHtoD | CopyApi::MemcpyHtoDAsync => {
+            (Direction::HtoD, host_kind(device.classify(c.src)))
+        }
+        CopyApi::MemcpyDtoH | CopyApi::MemcpyDtoHAsync => {
+            (Direction::DtoH, host_kind(device.classify(c.dst)))
+        }
+        CopyApi::MemcpyDtoD | CopyApi::MemcpyDtoDAsync => (Direction::DtoD, HostMemory::Device),
+        CopyApi::Memcpy | CopyApi::MemcpyAsync => {
+            let (s, d) = (device.classify(c.src), device.classify(c.dst));
+            match (on_device(s), on_device(d)) {
+                (true, true) => (Direction::DtoD, HostMemory::Device),
+                (false, true) => (Direction::HtoD, host_kind(s)),
+                (true, false) => (Direction::DtoH, host_kind(d)),
+                // Host to host: name the side CUDA knows, if either.
+                (false, false) => (Direction::HtoH, host_kind(s.or(d))),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memshim_trace::{CudaApi, DeviceAlloc};
+
+    fn alloc(d: &mut Device, kind: DeviceMemory, addr: u64, size: u64) {
+        d.alloc(
+            0,
+            1,
+            &DeviceAlloc {
+                api: CudaApi::MemAlloc,
+                kind,
+                addr,
+                size,
+                device: 0,
+                stack: 0,
+            },
+        );
+    }
+
+    fn copy(api: CopyApi, dst: u64, src: u64, size: u64, ns: u64) -> Transfer {
+        Transfer {
+            api,
+            dst,
+            src,
+            size,
+            stream: 0,
+            duration_ns: ns,
+            result: 0,
+            device: 0,
+            stack: 1,
+        }
+    }
+
+    #[test]
+    fn host_side_is_classified_from_cuda_allocations() {
+        let mut d = Device::default();
+        alloc(&mut d, DeviceMemory::Device, 0x10_0000, 0x1000);
+        alloc(&mut d, DeviceMemory::PinnedHost, 0x20_0000, 0x1000);
+        let mut t = Transfers::default();
+        t.copy(
+            &copy(CopyApi::MemcpyHtoD, 0x10_0000, 0x20_0800, 100, 10),
+            &d,
+        );
+        t.copy(
+            &copy(CopyApi::MemcpyHtoDAsync, 0x10_0000, 0x30_0000, 100, 500),
+            &d,
+        );
+        t.copy(&copy(CopyApi::Memcpy, 0x30_0000, 0x10_0010, 50, 7), &d);
+        t.copy(&copy(CopyApi::Memcpy, 0x10_0000, 0x10_0800, 50, 7), &d);
+        let k = |dir, host| t.by_kind.get(&(dir, host)).cloned().unwrap_or_default();
+        assert_eq!(k(Direction::HtoD, HostMemory::Pinned).sync_count, 1);
+        let pageable = k(Direction::HtoD, HostMemory::Pageable);
+        assert_eq!((pageable.async_count, pageable.async_blocked_ns), (1, 500));
+        assert_eq!(k(Direction::DtoH, HostMemory::Pageable).bytes, 50);
+        assert_eq!(k(Direction::DtoD, HostMemory::Device).count, 1);
+        assert_eq!(t.histogram, [2, 2, 0, 0, 0, 0]);
+    }
+}

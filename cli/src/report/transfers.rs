@@ -1,0 +1,199 @@
+//! The transfers section: copies by direction and host memory, their sites, sizes and findings.
+use super::build::frames;
+use super::model::{Finding, SizeBucket, TransferRow, TransferSite, TransfersSection};
+use super::owner::first_program_function;
+use crate::analysis::transfers::{Direction, HostMemory, Totals, SIZE_BUCKETS};
+use crate::render::human_bytes;
+use crate::replay::Replayed;
+use crate::symbolize::Symbolizer;
+
+/// Sites listed.
+const MAX_SITES: usize = 50;
+/// Copies at most this big are "small".
+const SMALL_COPY: u64 = 4 << 10;
+/// This many small copies are a storm.
+const STORM: u64 = 1000;
+/// A host buffer copied this often is worth keeping on the device.
+const REPEATS: u64 = 10;
+
+/// The transfers section of one process.
+pub fn section(t: &Replayed, sym: &mut Symbolizer) -> TransfersSection {
+    let tr = &t.transfers;
+    if tr.by_kind.is_empty() && tr.failed == 0 {
+        return TransfersSection::default();
+    }
+    let summary = tr
+        .by_kind
+        .iter()
+        .map(|(&(d, h), x)| {
+            let (seconds, gbps) = timing(x);
+            TransferRow {
+                direction: direction_name(d),
+                host_memory: host_name(h),
+                count: x.count,
+                bytes: x.bytes,
+                seconds,
+                gbps,
+                async_count: x.async_count,
+                async_blocked_seconds: x.async_blocked_ns as f64 / 1e9,
+            }
+        })
+        .collect();
+    let mut sites: Vec<_> = tr.by_site.iter().collect();
+    sites.sort_by(|a, b| b.1.bytes.cmp(&a.1.bytes).then(a.0.cmp(b.0)));
+    let sites: Vec<TransferSite> = sites
+        .into_iter()
+        .take(MAX_SITES)
+        .map(|(&(d, h, stack), x)| TransferSite {
+            direction: direction_name(d),
+            host_memory: host_name(h),
+            count: x.count,
+            bytes: x.bytes,
+            seconds: timing(x).0,
+            async_count: x.async_count,
+            async_blocked_seconds: x.async_blocked_ns as f64 / 1e9,
+            frames: frames(t, sym, stack),
+        })
+        .collect();
+    let mut histogram: Vec<SizeBucket> = SIZE_BUCKETS
+        .iter()
+        .zip(tr.histogram)
+        .map(|(&le, count)| SizeBucket {
+            le_bytes: Some(le),
+            count,
+        })
+        .collect();
+    histogram.push(SizeBucket {
+        le_bytes: None,
+        count: tr.histogram[SIZE_BUCKETS.len()],
+    });
+    let findings = findings(t, &sites);
+    TransfersSection {
+        summary,
+        sites,
+        histogram,
+        failed: tr.failed,
+        ceilings_measured: false,
+        findings,
+    }
+}
+
+fn timing(x: &Totals) -> (Option<f64>, Option<f64>) {
+    if x.sync_count == 0 {
+        return (None, None);
+    }
+    let s = x.sync_ns as f64 / 1e9;
+    let gbps = (x.sync_ns > 0).then(|| x.sync_bytes as f64 / s / 1e9);
+    (Some(s), gbps)
+}
+
+fn findings(t: &Replayed, sites: &[TransferSite]) -> Vec<Finding> {
+    let tr = &t.transfers;
+    let mut v = Vec::new();
+    let top_site = |dir: &str, host: &str, only_async: bool| {
+        sites
+            .iter()
+            .filter(|s| {
+                s.direction == dir && s.host_memory == host && (!only_async || s.async_count > 0)
+            })
+            .find_map(|s| first_program_function(&s.frames).map(str::to_string))
+    };
+    for dir in [Direction::HtoD, Direction::DtoH] {
+        if let Some(x) = tr.by_kind.get(&(dir, HostMemory::Pageable)) {
+            if x.async_count > 0 {
+                let d = direction_name(dir);
+                v.push(Finding {
+                    kind: "pageable_async_copy",
+                    text: format!(
+                        "{} asynchronous {d} copies used pageable host memory and blocked their thread for {:.1} ms in all{}: the driver stages pageable memory through a pinned buffer, so these \"async\" copies ran synchronously. Pin the host buffer: pin_memory=True in a PyTorch DataLoader, cudaMallocHost/cudaHostAlloc, or cudaHostRegister on an existing buffer",
+                        x.async_count,
+                        x.async_blocked_ns as f64 / 1e6,
+                        top_site(d, "pageable", true).map(|f| format!(" (largest site: {f})")).unwrap_or_default()
+                    ),
+                });
+            }
+            if x.sync_count > 0 {
+                let (_, gbps) = timing(x);
+                let pinned = tr
+                    .by_kind
+                    .get(&(dir, HostMemory::Pinned))
+                    .and_then(|p| timing(p).1);
+                let compare = match (gbps, pinned) {
+                    (Some(a), Some(b)) if b > a => format!(
+                        ", against {b:.1} GB/s from pinned memory in the same run: pinning would have saved about {:.1} ms",
+                        (x.sync_bytes as f64 / (a * 1e9) - x.sync_bytes as f64 / (b * 1e9)) * 1e3
+                    ),
+                    _ => String::new(),
+                };
+                v.push(Finding {
+                    kind: "pageable_copy",
+                    text: format!(
+                        "{} synchronous {} copies moved {} from pageable memory at {:.1} GB/s{compare}",
+                        x.sync_count,
+                        direction_name(dir),
+                        human_bytes(x.sync_bytes),
+                        gbps.unwrap_or(0.0)
+                    ),
+                });
+            }
+        }
+    }
+    let small: u64 = tr.histogram[..2].iter().sum::<u64>();
+    if small >= STORM {
+        v.push(Finding {
+            kind: "small_copies",
+            text: format!(
+                "{small} copies of at most {} each: every copy pays a fixed launch cost of microseconds; batch them into larger copies",
+                human_bytes(SMALL_COPY)
+            ),
+        });
+    }
+    if let Some((&(addr, size), &n)) = tr
+        .repeated
+        .iter()
+        .filter(|(_, &n)| n >= REPEATS)
+        .max_by_key(|(k, &n)| (n, k.1))
+    {
+        v.push(Finding {
+            kind: "repeated_copy",
+            text: format!(
+                "the same host buffer ({} at {addr:#x}) was copied to the device {n} times; if its contents do not change, keep it on the device",
+                human_bytes(size)
+            ),
+        });
+    }
+    let sync_ns: u64 = tr.by_kind.values().map(|x| x.sync_ns).sum();
+    let run_ns = t.last_t.saturating_sub(t.header.clock_start_ns).max(1);
+    if sync_ns * 10 > run_ns {
+        v.push(Finding {
+            kind: "sync_copies",
+            text: format!(
+                "synchronous copies took {:.1} ms, {:.0}% of the run: the calling thread waited for each; use cudaMemcpyAsync from pinned memory on a stream to overlap them with compute",
+                sync_ns as f64 / 1e6,
+                sync_ns as f64 * 100.0 / run_ns as f64
+            ),
+        });
+    }
+    v
+}
+
+/// The JSON name of a direction.
+pub fn direction_name(d: Direction) -> &'static str {
+    match d {
+        Direction::HtoD => "HtoD",
+        Direction::DtoH => "DtoH",
+        Direction::DtoD => "DtoD",
+        Direction::HtoH => "HtoH",
+    }
+}
+
+/// The JSON name of a host memory kind.
+pub fn host_name(h: HostMemory) -> &'static str {
+    match h {
+        HostMemory::Pageable => "pageable",
+        HostMemory::Pinned => "pinned",
+        HostMemory::Registered => "registered",
+        HostMemory::Managed => "managed",
+        HostMemory::Device => "device",
+    }
+}
