@@ -42,6 +42,16 @@ pub enum Command {
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
     },
+    /// Measure this machine's ceilings (host memory bandwidth; GPU copy bandwidth from pageable and
+    /// pinned memory) and store them, so reports compare achieved bandwidth against them.
+    Bench {
+        /// Where to store them (default: ~/.cache/memshim/ceilings.json, or MEMSHIM_CEILINGS).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+        /// Small buffers: a few seconds, less exact.
+        #[arg(long)]
+        quick: bool,
+    },
     /// Show a trace's header, event counts, dropped events and whether it is truncated.
     Info {
         /// Trace files, or directories of them.

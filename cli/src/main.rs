@@ -5,6 +5,7 @@
 //! whole cause chain. A closed output pipe (`memshim report ... | head`) is not an error.
 mod analysis;
 mod args;
+mod bench;
 mod cmd;
 mod render;
 mod replay;
@@ -32,6 +33,7 @@ fn main() -> ExitCode {
             output,
         } => cmd::report::run(&paths, format, top, output.as_deref()).map(|()| 0),
         args::Command::Info { paths } => cmd::info::run(&paths).map(|()| 0),
+        args::Command::Bench { output, quick } => cmd::bench::run(output, quick).map(|()| 0),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -324,3 +324,64 @@ fn copies_by_direction_and_host_memory_exactly() {
         .sum();
     assert_eq!(hist, 2041);
 }
+
+#[test]
+fn bench_stores_ceilings_and_reports_compare_against_them() {
+    let dir = TestDir::new("bench_stores_ceilings_and_reports_compare_against_them");
+    traced_cuda(&dir, "copies", &[]);
+    let ceilings = dir.path("ceilings.json");
+    let report_with = |path: &Path| -> Value {
+        let out = Command::new(&artifacts().memshim)
+            .args(["report", "--format", "json"])
+            .arg(dir.traces())
+            .env("MEMSHIM_CEILINGS", path)
+            .output()
+            .expect("memshim report runs");
+        serde_json::from_slice(&out.stdout).expect("report is JSON")
+    };
+    // Ceilings a developer measured on this machine must not leak into the test.
+    let without = report_with(&dir.path("no-ceilings.json"));
+    let bench = Command::new(&artifacts().memshim)
+        .args(["bench", "--quick", "-o"])
+        .arg(&ceilings)
+        .env("LD_LIBRARY_PATH", dir.path("cuda"))
+        .output()
+        .expect("memshim bench runs");
+    let stdout = String::from_utf8_lossy(&bench.stdout);
+    assert!(
+        bench.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&bench.stderr)
+    );
+    assert!(
+        stdout.contains("GPU 0 (memshim stand-in device)"),
+        "{stdout}"
+    );
+    let stored: Value = serde_json::from_slice(&std::fs::read(&ceilings).expect("ceilings file"))
+        .expect("ceilings are JSON");
+    let gpu = &stored[0]["gpus"][0];
+    assert!(stored[0]["host"]["triad_one_thread_gbps"]
+        .as_f64()
+        .is_some_and(|g| g > 0.0));
+
+    // Without ceilings the report says so; with them, every timed row carries its ceiling.
+    let p = process_by_exe(&without, "copies");
+    assert_eq!(p["transfers"]["ceilings_measured"], false);
+    let report = report_with(&ceilings);
+    let tr = &process_by_exe(&report, "copies")["transfers"];
+    assert_eq!(tr["ceilings_measured"], true, "{}", dump(tr));
+    let ceiling = |d: &str, h: &str| {
+        tr["summary"]
+            .as_array()
+            .expect("summary")
+            .iter()
+            .find(|r| r["direction"] == d && r["host_memory"] == h)
+            .map(|r| r["ceiling_gbps"].clone())
+            .expect("row")
+    };
+    assert_eq!(ceiling("HtoD", "pageable"), gpu["htod_pageable_gbps"]);
+    assert_eq!(ceiling("HtoD", "pinned"), gpu["htod_pinned_gbps"]);
+    assert_eq!(ceiling("DtoH", "pageable"), gpu["dtoh_pageable_gbps"]);
+    assert_eq!(ceiling("DtoD", "device"), gpu["dtod_gbps"]);
+    assert!(ceiling("HtoD", "managed").is_null());
+}

@@ -1,4 +1,5 @@
 //! One file per subcommand.
+pub mod bench;
 pub mod info;
 pub mod report;
 pub mod run;

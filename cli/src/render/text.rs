@@ -129,6 +129,12 @@ impl Text {
         if tr.failed > 0 {
             writeln!(out, "  {} copies failed", tr.failed)?;
         }
+        if !tr.ceilings_measured {
+            writeln!(
+                out,
+                "  (no copy ceilings were measured on this host: run `memshim bench` to compare against them)"
+            )?;
+        }
         for f in &tr.findings {
             writeln!(out, "  finding: {}", f.text)?;
         }

@@ -66,6 +66,8 @@ pub struct TransferRow {
     pub seconds: Option<f64>,
     /// Bandwidth of the synchronous copies, in GB/s (1e9 bytes per second).
     pub gbps: Option<f64>,
+    /// What `memshim bench` measured on this host for this kind of copy; null when not measured.
+    pub ceiling_gbps: Option<f64>,
     /// Asynchronous copies, and how long their calls blocked the caller.
     pub async_count: u64,
     pub async_blocked_seconds: f64,

@@ -22,7 +22,9 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> TransfersSection {
     if tr.by_kind.is_empty() && tr.failed == 0 {
         return TransfersSection::default();
     }
-    let summary = tr
+    let ceilings = crate::bench::ceilings::for_host(&t.header.hostname);
+    let gpu = ceilings.as_ref().and_then(|c| c.gpus.first());
+    let summary: Vec<TransferRow> = tr
         .by_kind
         .iter()
         .map(|(&(d, h), x)| {
@@ -34,6 +36,7 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> TransfersSection {
                 bytes: x.bytes,
                 seconds,
                 gbps,
+                ceiling_gbps: gpu.and_then(|g| g.for_row(direction_name(d), host_name(h))),
                 async_count: x.async_count,
                 async_blocked_seconds: x.async_blocked_ns as f64 / 1e9,
             }
@@ -67,15 +70,56 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> TransfersSection {
         le_bytes: None,
         count: tr.histogram[SIZE_BUCKETS.len()],
     });
-    let findings = findings(t, &sites);
+    let mut findings = findings(t, &sites);
+    if let Some(g) = gpu {
+        findings.extend(against_ceilings(&summary, g));
+    }
     TransfersSection {
         summary,
         sites,
         histogram,
         failed: tr.failed,
-        ceilings_measured: false,
+        ceilings_measured: gpu.is_some(),
         findings,
     }
+}
+
+/// Rows far below what this machine reached in `memshim bench`, and what pinning would save.
+fn against_ceilings(rows: &[TransferRow], g: &crate::bench::ceilings::GpuCeilings) -> Vec<Finding> {
+    let mut v = Vec::new();
+    for r in rows {
+        let (Some(gbps), Some(ceiling), Some(secs)) = (r.gbps, r.ceiling_gbps, r.seconds) else {
+            continue;
+        };
+        if gbps < 0.5 * ceiling && r.bytes >= 1 << 20 {
+            v.push(Finding {
+                kind: "below_ceiling",
+                text: format!(
+                    "{} copies from {} memory reached {gbps:.1} GB/s, {:.0}% of the {ceiling:.1} GB/s that memshim bench measured on this machine for them (small copies and contention lower it)",
+                    r.direction,
+                    r.host_memory,
+                    gbps * 100.0 / ceiling
+                ),
+            });
+        }
+        let pinned = match r.direction {
+            "HtoD" => g.htod_pinned_gbps,
+            "DtoH" => g.dtoh_pinned_gbps,
+            _ => continue,
+        };
+        if r.host_memory == "pageable" && pinned > gbps * 1.2 {
+            let saved = secs - r.bytes as f64 / (pinned * 1e9);
+            v.push(Finding {
+                kind: "pinning_would_save",
+                text: format!(
+                    "{} copies from pageable memory ran at {gbps:.1} GB/s; this machine's pinned ceiling is {pinned:.1} GB/s, so pinning these buffers would save about {:.1} ms",
+                    r.direction,
+                    saved.max(0.0) * 1e3
+                ),
+            });
+        }
+    }
+    v
 }
 
 fn timing(x: &Totals) -> (Option<f64>, Option<f64>) {

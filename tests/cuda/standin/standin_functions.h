@@ -4,7 +4,8 @@
  * alias and lists it by its base name in the cuGetProcAddress table. NAMES is every exported symbol.
  */
 #define NAMES(X)                                                                                     \
-    X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceTotalMem_v2)          \
+    X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName)             \
+    X(cuDeviceTotalMem_v2)                                                                           \
     X(cuDeviceGetDefaultMemPool) X(cuCtxGetDevice) X(cuCtxGetCurrent) X(cuDevicePrimaryCtxRetain)      \
     X(cuDevicePrimaryCtxRelease_v2) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuStreamCreate)          \
     X(cuStreamDestroy_v2) X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz)                         \
@@ -55,6 +56,15 @@ static CUresult i_cuDeviceGet(CUdevice *d, int ordinal) {
     return OK;
 }
 static CUresult i_cuDeviceGetCount(int *n) { HIT(cuDeviceGetCount); NEED_INIT(); if (!n) return EINVAL_; *n = 1; return OK; }
+static CUresult i_cuDeviceGetName(char *name, int len, CUdevice d) {
+    static const char standin[] = "memshim stand-in device";
+    HIT(cuDeviceGetName); NEED_INIT();
+    if (!name || len <= 0 || d != 0) return EINVAL_;
+    int n = (int)sizeof standin < len ? (int)sizeof standin : len;
+    memmove(name, standin, (size_t)n);
+    name[n - 1] = 0;
+    return OK;
+}
 static CUresult i_cuDeviceTotalMem_v2(size_t *b, CUdevice d) {
     HIT(cuDeviceTotalMem_v2); NEED_INIT();
     if (!b) return EINVAL_;

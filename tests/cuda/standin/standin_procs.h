@@ -13,6 +13,7 @@ static CUresult i_cuGetProcAddress(const char *sym, void **pfn, int version, uns
 static const struct { const char *name; void *fn, *pt, *newer; int from; } PROCS[] = {
     {"cuInit", F(cuInit), 0, 0, 0}, {"cuDriverGetVersion", F(cuDriverGetVersion), 0, 0, 0},
     {"cuDeviceGet", F(cuDeviceGet), 0, 0, 0}, {"cuDeviceGetCount", F(cuDeviceGetCount), 0, 0, 0},
+    {"cuDeviceGetName", F(cuDeviceGetName), 0, 0, 0},
     {"cuDeviceTotalMem", F(cuDeviceTotalMem_v2), 0, 0, 0},
     {"cuDeviceGetDefaultMemPool", F(cuDeviceGetDefaultMemPool), 0, 0, 0},
     {"cuCtxGetDevice", F(cuCtxGetDevice), 0, 0, 0}, {"cuCtxGetCurrent", F(cuCtxGetCurrent), 0, 0, 0},
