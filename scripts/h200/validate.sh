@@ -3,8 +3,11 @@
 # Run from the repository root after building here and carrying target/release/memshim and
 # target/release/libmemshim.so:  OUT=/some/dir bash scripts/h200/validate.sh
 # Writes at most 8 files into $OUT: env.txt, driver_api.txt, cuda_examples.txt, torch_leak.txt,
-# overhead.txt, reports.tar.gz (every JSON report).
+# overhead.txt, bench.txt, transfers.txt, reports.tar.gz (every JSON report).
+# SECTIONS picks what runs (default: all): driver cuda torch overhead bench transfers
 set -u
+SECTIONS=${SECTIONS:-driver cuda torch overhead bench transfers}
+want() { case " $SECTIONS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 OUT=${OUT:-/tmp/memshim-h200}
 mkdir -p "$OUT"
 root=$(pwd)
@@ -29,7 +32,7 @@ report() { # name tracedir: text report to stdout, JSON kept for the tarball
 
 # 1. The stand-in tests' driver-API programs, against the real driver: dlopen + cuGetProcAddress_v2
 #    (like nvcc's static runtime) and -lcuda.
-{
+want driver && {
     libcuda=$(ldconfig -p | awk '/libcuda.so.1 / {print $NF; exit}')
     for p in device_leak managed_pinned; do
         gcc -g -O0 -o "$work/$p" "tests/cuda/programs/$p.c" -ldl || { echo "FAIL build $p"; continue; }
@@ -47,13 +50,13 @@ report() { # name tracedir: text report to stdout, JSON kept for the tarball
 } > "$OUT/driver_api.txt" 2>&1
 
 # 2. The CUDA runtime examples, built with nvcc's static runtime and with -cudart shared.
-if [ -f examples/cuda/run_h200.sh ]; then
+if want cuda && [ -f examples/cuda/run_h200.sh ]; then
     OUT="$work/cuda" bash examples/cuda/run_h200.sh > "$OUT/cuda_examples.txt" 2>&1
     cp "$work"/cuda/*.json "$work/json/" 2>/dev/null
 fi
 
 # 3. PyTorch: a training loop with a growing leak, default caching allocator and expandable segments.
-{
+want torch && {
     for mode in default expandable; do
         conf=""
         [ "$mode" = expandable ] && conf="expandable_segments:True"
@@ -64,13 +67,15 @@ fi
         PYTORCH_CUDA_ALLOC_CONF=$conf "$M" run -q -o "$work/t_torch_$mode" -- "$py" examples/python/torch_growing_leak.py 60 2>&1 | tail -3
         "$M" info "$work/t_torch_$mode" 2>&1 | grep -E 'events|device_|cuda_|dropped|truncated' | head -12
         "$M" report --top 3 "$work/t_torch_$mode" 2>&1 | sed -n '/^device:/,$p' | grep -v '^        ' | head -40
+        echo "-- growth sites (frames):"
+        "$M" report --top 2 "$work/t_torch_$mode" 2>&1 | sed -n '/^growing device/,/^growing host\|finding/p' | head -24
         "$M" report --format json "$work/t_torch_$mode" > "$work/json/torch_$mode.json" 2>/dev/null
     done
 } > "$OUT/torch_leak.txt" 2>&1
 
 # 4. Step-time overhead and loss on a real model (transformer encoder), interleaved runs.
-{
-    for round in 1 2; do
+want overhead && {
+    for round in 1; do
         echo "bare:        $("$py" examples/python/torch_train_overhead.py 40 2>&1 | tail -1)"
         echo "cuda only:   $(MEMSHIM_HEAP=0 MEMSHIM_MMAP=0 "$M" run -q -o "$work/o_cuda_$round" -- "$py" examples/python/torch_train_overhead.py 40 2>&1 | tail -1)"
         echo "full stacks: $("$M" run -q -o "$work/o_full_$round" -- "$py" examples/python/torch_train_overhead.py 40 2>&1 | tail -1)"
@@ -78,6 +83,24 @@ fi
     du -sh "$work"/o_full_1 "$work"/o_cuda_1
     "$M" info "$work/o_full_1" 2>&1 | grep -E '^events|^  alloc|^dropped' | head -4
 } > "$OUT/overhead.txt" 2>&1
+
+# 5. This machine's ceilings, which the reports below then compare against.
+want bench && "$M" bench > "$OUT/bench.txt" 2>&1
+
+# 6. Transfers: the pageable-vs-pinned data loader in PyTorch, and the interception cost per copy.
+want transfers && {
+    echo "### torch_dataloader_pinned.py bare"
+    "$py" examples/python/torch_dataloader_pinned.py 2>&1 | tail -4
+    echo "### under memshim"
+    "$M" run -q -o "$work/t_loader" -- "$py" examples/python/torch_dataloader_pinned.py 2>&1 | tail -4
+    "$M" report --top 4 "$work/t_loader" 2>&1 | sed -n '/^transfers/,/^growing\|^$/p' | head -60
+    "$M" report --format json "$work/t_loader" > "$work/json/torch_loader.json" 2>/dev/null
+    echo "### copy_overhead.cu (static runtime): bare, then under memshim, then CUDA events only"
+    nvcc -g -O2 -o "$work/copy_overhead" examples/cuda/copy_overhead.cu 2>&1 | tail -3
+    "$work/copy_overhead"
+    "$M" run -q -o "$work/t_overhead" -- "$work/copy_overhead"
+    MEMSHIM_HEAP=0 MEMSHIM_MMAP=0 "$M" run -q -o "$work/t_overhead2" -- "$work/copy_overhead"
+} > "$OUT/transfers.txt" 2>&1
 
 tar -czf "$OUT/reports.tar.gz" -C "$work" json
 echo "validation done; files in $OUT"
