@@ -3,7 +3,7 @@
 #
 # Run from the repository root, with target/release/memshim and target/release/libmemshim.so built:
 #   OUT=/some/dir bash examples/cuda/run_h200.sh
-# For each example X in device_leak growing_leak oom_retry managed it builds two binaries into
+# For each example X in device_leak growing_leak oom_retry managed transfers it builds two binaries into
 # $BUILD (default /tmp/memshim-cuda):
 #   X         nvcc -g -o X X.cu                  (static CUDA runtime, nvcc's default)
 #   X_shared  nvcc -g -cudart shared -o X_shared X.cu
@@ -21,7 +21,7 @@ src=$root/examples/cuda
 OUT=${OUT:-/tmp/memshim-cuda/out}
 BUILD=${BUILD:-/tmp/memshim-cuda}
 TRACES=${TRACES:-$OUT}
-EXAMPLES=${EXAMPLES:-device_leak growing_leak oom_retry managed}
+EXAMPLES=${EXAMPLES:-device_leak growing_leak oom_retry managed transfers}
 NVCC_FLAGS=${NVCC_FLAGS:-}
 
 if [ ! -x "$memshim" ] || [ ! -f "$root/target/release/libmemshim.so" ]; then

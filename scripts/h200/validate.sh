@@ -90,9 +90,9 @@ want bench && "$M" bench > "$OUT/bench.txt" 2>&1
 # 6. Transfers: the pageable-vs-pinned data loader in PyTorch, and the interception cost per copy.
 want transfers && {
     echo "### torch_dataloader_pinned.py bare"
-    "$py" examples/python/torch_dataloader_pinned.py 2>&1 | tail -4
+    "$py" examples/python/torch_dataloader_pinned.py 600 2>&1 | tail -4
     echo "### under memshim"
-    "$M" run -q -o "$work/t_loader" -- "$py" examples/python/torch_dataloader_pinned.py 2>&1 | tail -4
+    "$M" run -q -o "$work/t_loader" -- "$py" examples/python/torch_dataloader_pinned.py 600 2>&1 | tail -4
     "$M" report --top 4 "$work/t_loader" 2>&1 | sed -n '/^transfers/,/^growing\|^$/p' | head -60
     "$M" report --format json "$work/t_loader" > "$work/json/torch_loader.json" 2>/dev/null
     echo "### copy_overhead.cu (static runtime): bare, then under memshim, then CUDA events only"
