@@ -122,7 +122,7 @@ pub fn replay(path: &Path) -> Result<Replayed> {
         match ev.record {
             Record::Alloc(a) => r.heap.alloc(ev.t, ev.tid, a.addr, a.size, a.stack),
             Record::Free(f) => {
-                r.heap.free(ev.tid, f.addr, f.realloc);
+                r.heap.free(ev.t, ev.tid, f.addr, f.realloc);
             }
             Record::ReallocFailed(f) => r.heap.realloc_failed(ev.tid, f.addr),
             Record::Map(m) => r.mmap.map(ev.tid, &m),
@@ -153,11 +153,11 @@ pub fn replay(path: &Path) -> Result<Replayed> {
                 r.end = Some(e);
             }
             Record::DeviceAlloc(a) => r.device.alloc(ev.t, ev.tid, &a),
-            Record::DeviceFree(f) => r.device.free(ev.tid, &f),
+            Record::DeviceFree(f) => r.device.free(ev.t, ev.tid, &f),
             Record::CudaFailure(f) => r.device.failure(ev.t, ev.tid, f),
             Record::MemInfo(m) => r.device.mem_info(&m),
             Record::ManagedHint(h) => r.device.hint(&h),
-            Record::Copy(c) => r.transfers.copy(&c, &r.device),
+            Record::Copy(c) => r.transfers.copy(&c, &r.device, &r.heap),
         }
     }
     r.truncated = reader.truncated() || r.corrupt.is_some();

@@ -115,12 +115,12 @@ impl Device {
 
     /// A release. `cuMemFree` also frees managed memory, so a device free not found among device
     /// blocks is tried among managed ones.
-    pub fn free(&mut self, tid: u32, f: &DeviceFree) {
+    pub fn free(&mut self, t: u64, tid: u32, f: &DeviceFree) {
         let mut kind = f.kind;
-        let mut freed = self.heap_free(kind, tid, f.addr);
+        let mut freed = self.heap_free(t, kind, tid, f.addr);
         if freed == 0 && kind == DeviceMemory::Device {
             kind = DeviceMemory::Managed;
-            freed = self.heap_free(kind, tid, f.addr);
+            freed = self.heap_free(t, kind, tid, f.addr);
         }
         if freed > 0 && addressable(kind) {
             self.ranges.remove(&f.addr);
@@ -138,10 +138,10 @@ impl Device {
         }
     }
 
-    fn heap_free(&mut self, kind: DeviceMemory, tid: u32, addr: u64) -> u64 {
+    fn heap_free(&mut self, t: u64, kind: DeviceMemory, tid: u32, addr: u64) -> u64 {
         self.kinds
             .get_mut(&kind)
-            .map_or(0, |h| h.free(tid, addr, false))
+            .map_or(0, |h| h.free(t, tid, addr, false))
     }
 
     /// A failed call.
@@ -211,6 +211,7 @@ mod tests {
 
     fn free(d: &mut Device, kind: DeviceMemory, addr: u64) {
         d.free(
+            0,
             1,
             &DeviceFree {
                 api: CudaApi::MemFree,

@@ -59,8 +59,9 @@ pub struct Growing {
     pub live_end: u64,
 }
 
-/// The growing sites among `sites`, fastest first. `end` is the end of the run (clock ns);
-/// `min_bytes` ignores sites that never held that much.
+/// The growing sites among `sites`, fastest first. `end` is when this kind of memory was last
+/// allocated or freed (clock ns) — not the process's last event, since a slow teardown after the
+/// work would dilute the work's growth; `min_bytes` ignores sites that never held that much.
 pub fn growing<'a>(
     sites: impl Iterator<Item = (u32, &'a SiteStats)>,
     end: u64,

@@ -9,6 +9,8 @@ use super::SiteStats;
 struct Block {
     size: u64,
     stack: u32,
+    /// Which allocation this was (the running count when it was made): tells a reused address apart.
+    serial: u64,
 }
 
 /// The heap analysis state.
@@ -32,6 +34,8 @@ pub struct Heap {
     pub peak_t: u64,
     /// Blocks freed before their thread allocated again.
     pub temporary: u64,
+    /// Time of the last allocation or free (clock ns).
+    pub last_t: u64,
 }
 
 impl Heap {
@@ -42,7 +46,12 @@ impl Heap {
             self.release(old);
         }
         self.realloc_freed.remove(&tid);
-        let block = Block { size, stack };
+        self.last_t = self.last_t.max(t);
+        let block = Block {
+            size,
+            stack,
+            serial: self.allocations,
+        };
         self.live.insert(addr, block);
         let site = self.sites.entry(stack).or_default();
         site.allocations += 1;
@@ -62,10 +71,11 @@ impl Heap {
 
     /// A free; returns the bytes released. Blocks allocated before tracing started are not known and
     /// are ignored (0 bytes).
-    pub fn free(&mut self, tid: u32, addr: u64, realloc: bool) -> u64 {
+    pub fn free(&mut self, t: u64, tid: u32, addr: u64, realloc: bool) -> u64 {
         let Some(block) = self.live.remove(&addr) else {
             return 0;
         };
+        self.last_t = self.last_t.max(t);
         self.frees += 1;
         self.release(block);
         if realloc {
@@ -99,6 +109,11 @@ impl Heap {
         }
     }
 
+    /// The identity of the live block that starts at `addr`, if one does.
+    pub fn block_serial(&self, addr: u64) -> Option<u64> {
+        self.live.get(&addr).map(|b| b.serial)
+    }
+
     /// Blocks live now.
     pub fn live_count(&self) -> u64 {
         self.live.len() as u64
@@ -119,7 +134,7 @@ mod tests {
     }
 
     fn free(h: &mut Heap, tid: u32, addr: u64, realloc: bool) {
-        h.free(tid, addr, realloc);
+        h.free(0, tid, addr, realloc);
     }
 
     #[test]

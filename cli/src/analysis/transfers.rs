@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use memshim_trace::{CopyApi, DeviceMemory, Transfer};
 
 use super::device::Device;
+use super::heap::Heap;
 
 /// Copy direction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -70,15 +71,17 @@ pub struct Transfers {
     pub by_site: HashMap<(Direction, HostMemory, u32), Totals>,
     /// Copies per size bucket (`SIZE_BUCKETS`, then one more for larger).
     pub histogram: [u64; SIZE_BUCKETS.len() + 1],
-    /// Host-to-device copies per (host address, size).
-    pub repeated: HashMap<(u64, u64), u64>,
+    /// Host-to-device copies from pageable heap blocks, per (address, size, block identity): the same
+    /// block copied again and again (a new block at a reused address is a different key).
+    pub repeated: HashMap<(u64, u64, u64), u64>,
     /// Copies that failed.
     pub failed: u64,
 }
 
 impl Transfers {
-    /// A copy; `device` knows which addresses are CUDA memory at this moment.
-    pub fn copy(&mut self, c: &Transfer, device: &Device) {
+    /// A copy; `device` knows which addresses are CUDA memory at this moment, `heap` which host
+    /// blocks are live.
+    pub fn copy(&mut self, c: &Transfer, device: &Device, heap: &Heap) {
         if c.result != 0 {
             self.failed += 1;
             return;
@@ -91,8 +94,10 @@ impl Transfers {
             .position(|&b| c.size <= b)
             .unwrap_or(SIZE_BUCKETS.len());
         self.histogram[bucket] += 1;
-        if dir == Direction::HtoD {
-            *self.repeated.entry((c.src, c.size)).or_default() += 1;
+        if dir == Direction::HtoD && host == HostMemory::Pageable {
+            if let Some(serial) = heap.block_serial(c.src) {
+                *self.repeated.entry((c.src, c.size, serial)).or_default() += 1;
+            }
         }
     }
 }
@@ -174,22 +179,52 @@ mod tests {
         alloc(&mut d, DeviceMemory::Device, 0x10_0000, 0x1000);
         alloc(&mut d, DeviceMemory::PinnedHost, 0x20_0000, 0x1000);
         let mut t = Transfers::default();
-        t.copy(
-            &copy(CopyApi::MemcpyHtoD, 0x10_0000, 0x20_0800, 100, 10),
-            &d,
+        let mut h = Heap::default();
+        h.alloc(0, 1, 0x30_0000, 100, 3);
+        let run = |t: &mut Transfers, h: &Heap, api, dst, src, size, ns| {
+            t.copy(&copy(api, dst, src, size, ns), &d, h);
+        };
+        run(
+            &mut t,
+            &h,
+            CopyApi::MemcpyHtoD,
+            0x10_0000,
+            0x20_0800,
+            100,
+            10,
         );
-        t.copy(
-            &copy(CopyApi::MemcpyHtoDAsync, 0x10_0000, 0x30_0000, 100, 500),
-            &d,
+        run(
+            &mut t,
+            &h,
+            CopyApi::MemcpyHtoDAsync,
+            0x10_0000,
+            0x30_0000,
+            100,
+            500,
         );
-        t.copy(&copy(CopyApi::Memcpy, 0x30_0000, 0x10_0010, 50, 7), &d);
-        t.copy(&copy(CopyApi::Memcpy, 0x10_0000, 0x10_0800, 50, 7), &d);
+        run(&mut t, &h, CopyApi::Memcpy, 0x30_0000, 0x10_0010, 50, 7);
+        run(&mut t, &h, CopyApi::Memcpy, 0x10_0000, 0x10_0800, 50, 7);
+        // The same address, freed and allocated again, is another buffer.
+        h.free(0, 1, 0x30_0000, false);
+        h.alloc(0, 1, 0x30_0000, 100, 3);
+        run(
+            &mut t,
+            &h,
+            CopyApi::MemcpyHtoD,
+            0x10_0000,
+            0x30_0000,
+            100,
+            10,
+        );
+        assert_eq!(t.repeated.len(), 2);
+        assert!(t.repeated.values().all(|&n| n == 1));
         let k = |dir, host| t.by_kind.get(&(dir, host)).cloned().unwrap_or_default();
         assert_eq!(k(Direction::HtoD, HostMemory::Pinned).sync_count, 1);
         let pageable = k(Direction::HtoD, HostMemory::Pageable);
         assert_eq!((pageable.async_count, pageable.async_blocked_ns), (1, 500));
+        assert_eq!(pageable.sync_count, 1);
         assert_eq!(k(Direction::DtoH, HostMemory::Pageable).bytes, 50);
         assert_eq!(k(Direction::DtoD, HostMemory::Device).count, 1);
-        assert_eq!(t.histogram, [2, 2, 0, 0, 0, 0]);
+        assert_eq!(t.histogram, [2, 3, 0, 0, 0, 0]);
     }
 }

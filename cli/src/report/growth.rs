@@ -18,21 +18,23 @@ const DEVICE_MIN_BYTES: u64 = 1 << 20;
 
 /// The growth section of one process.
 pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
-    let (start, end) = (t.header.clock_start_ns, t.last_t);
+    let start = t.header.clock_start_ns;
     let host = growing(
         t.heap.sites().iter().map(|(k, v)| (*k, v)),
-        end,
+        t.heap.last_t,
         HOST_MIN_BYTES,
     );
     let mut dev_sites: HashMap<u32, SiteStats> = HashMap::new();
+    let mut dev_end = 0;
     for k in [DeviceMemory::Device, DeviceMemory::Physical] {
         if let Some(h) = t.device.kinds.get(&k) {
             dev_sites.extend(h.sites().iter().map(|(k, v)| (*k, v.clone())));
+            dev_end = dev_end.max(h.last_t);
         }
     }
     let device = growing(
         dev_sites.iter().map(|(k, v)| (*k, v)),
-        end,
+        dev_end,
         DEVICE_MIN_BYTES,
     );
     let mut findings = Vec::new();

@@ -156,7 +156,7 @@ fn findings(t: &Replayed, sites: &[TransferSite]) -> Vec<Finding> {
                     ),
                 });
             }
-            if x.sync_count > 0 {
+            if x.sync_bytes >= 1 << 20 {
                 let (_, gbps) = timing(x);
                 let pinned = tr
                     .by_kind
@@ -192,16 +192,16 @@ fn findings(t: &Replayed, sites: &[TransferSite]) -> Vec<Finding> {
             ),
         });
     }
-    if let Some((&(addr, size), &n)) = tr
+    if let Some((&(addr, size, _), &n)) = tr
         .repeated
         .iter()
         .filter(|(_, &n)| n >= REPEATS)
-        .max_by_key(|(k, &n)| (n, k.1))
+        .max_by_key(|(k, &n)| (n, k.1, k.0))
     {
         v.push(Finding {
             kind: "repeated_copy",
             text: format!(
-                "the same host buffer ({} at {addr:#x}) was copied to the device {n} times; if its contents do not change, keep it on the device",
+                "the same host buffer ({} at {addr:#x}, one allocation) was copied to the device {n} times; if its contents do not change between copies, keep it on the device",
                 human_bytes(size)
             ),
         });
