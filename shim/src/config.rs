@@ -8,6 +8,7 @@
 //! | `MEMSHIM_MMAP` | record anonymous mmap/munmap/mremap (`0` to turn off) | on |
 //! | `MEMSHIM_CUDA` | record CUDA driver memory calls (`0` to turn off) | on |
 //! | `MEMSHIM_SYMBOLIZE` | symbolize in-process at exit (`0` to leave it to the CLI) | on |
+//! | `MEMSHIM_UNWIND` | `libunwind` (the default, when the system has it) or `gcc` | libunwind |
 //! | `MEMSHIM_COMPRESS` | zstd level for trace frames (`0` for none) | 3 |
 //! | `MEMSHIM_QUIET` | `1`: no line on stderr at exit | off |
 //! | `MEMSHIM_DISABLE` | `1`: load but record nothing | off |
@@ -32,6 +33,8 @@ pub struct Config {
     pub symbolize: bool,
     /// zstd level, `None` for uncompressed frames.
     pub compress: Option<i32>,
+    /// The unwinder: "libunwind" or "gcc".
+    pub unwind: String,
     /// No message at exit.
     pub quiet: bool,
     /// Record nothing.
@@ -87,8 +90,19 @@ impl Config {
                 }
             },
         };
+        let unwind = match get("MEMSHIM_UNWIND").as_deref() {
+            None | Some("") | Some("libunwind") => "libunwind".to_string(),
+            Some("gcc") => "gcc".to_string(),
+            Some(other) => {
+                warnings.push(format!(
+                    "MEMSHIM_UNWIND={other} is not libunwind or gcc; using libunwind"
+                ));
+                "libunwind".to_string()
+            }
+        };
         Config {
             output_dir: get("MEMSHIM_OUTPUT").unwrap_or_default(),
+            unwind,
             stack_depth,
             heap,
             mmap,

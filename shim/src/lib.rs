@@ -44,6 +44,7 @@ mod stacks;
 mod symbolize;
 mod sys;
 mod threads;
+mod unwind;
 mod writer;
 
 #[cfg(not(test))]

@@ -61,6 +61,7 @@ pub fn init() {
     if let Some((lo, hi)) = modules::exec_range_of(&mods, init as fn() as usize as u64) {
         stacks::set_self_range(lo as usize, hi as usize);
     }
+    crate::unwind::init(&cfg.unwind);
     if let Some(table) = crate::seen_table::allocate() {
         let _ = SEEN.set(table);
     }

@@ -55,6 +55,23 @@ pub fn capture(depth: usize) -> Captured {
     let lo = SELF_LO.load(Ordering::Relaxed);
     let hi = SELF_HI.load(Ordering::Relaxed);
     let mut skipping = true;
+    // The shim's own frames come first; allow for them on top of the depth asked for.
+    let mut fast = [std::ptr::null_mut(); MAX_STACK_DEPTH + 16];
+    if let Some(n) = crate::unwind::backtrace(&mut fast[..depth + 16]) {
+        for &ip in &fast[..n] {
+            let ip = ip as usize;
+            if ip == 0 || out.len >= depth {
+                break;
+            }
+            if skipping && ip >= lo && ip < hi {
+                continue;
+            }
+            skipping = false;
+            out.frames[out.len] = ip as u64;
+            out.len += 1;
+        }
+        return out;
+    }
     let mut take = |ip: usize| -> bool {
         if ip == 0 {
             return false;

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Side-by-side overhead benchmark: the malloc-heavy workload bare, under memshim (full stacks) and
+# under heaptrack, interleaved over ROUNDS rounds; prints one table of ratios against the bare run.
+# Usage: bash benches/run.sh   (from the repository root; installs heaptrack from Debian if missing)
+# Environment: ROUNDS (default 3), N (allocations, default 2000000).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+ROUNDS=${ROUNDS:-3}
+N=${N:-2000000}
+need=()
+command -v heaptrack >/dev/null 2>&1 || need+=(heaptrack)
+[ -x /usr/bin/time ] || need+=(time)
+command -v bc >/dev/null 2>&1 || need+=(bc)
+if [ ${#need[@]} -gt 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+cargo build --release --workspace --quiet
+work=$(mktemp -d "${TMPDIR:-/tmp}/memshim-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+"${CC:-cc}" -O2 -g -o "$work/malloc_heavy" benches/malloc_heavy.c
+M="$root/target/release/memshim"
+
+# Appends "name wall_seconds cpu_seconds" for one run of a command.
+measure() { # name cmd...
+    local name=$1; shift
+    /usr/bin/time -f "$name %e %U %S" -a -o "$work/raw" "$@" >/dev/null 2>&1
+    tail -1 "$work/raw" | awk '{print $1, $2, $3 + $4}' >> "$work/times"
+}
+
+for r in $(seq "$ROUNDS"); do
+    measure bare "$work/malloc_heavy" "$N"
+    rm -rf "$work/ms"; measure memshim "$M" run -q -o "$work/ms" -- "$work/malloc_heavy" "$N"
+    rm -rf "$work/ht"; mkdir -p "$work/ht"
+    measure heaptrack heaptrack -o "$work/ht/ht" "$work/malloc_heavy" "$N"
+done
+
+msfile=$(ls "$work"/ms/*.mshim)
+htfile=$(ls "$work"/ht/ht*)
+ms_bytes=$(stat -c %s "$msfile")
+ht_bytes=$(stat -c %s "$htfile")
+rstart=$(date +%s.%N); "$M" report --format json "$work/ms" > /dev/null; rend=$(date +%s.%N)
+hstart=$(date +%s.%N); heaptrack_print "$htfile" > /dev/null 2>&1 || true; hend=$(date +%s.%N)
+events=$("$M" info "$msfile" | awk '/^  (alloc|free) /{s+=$2} END{print s}')
+
+awk -v n="$N" -v msb="$ms_bytes" -v htb="$ht_bytes" \
+    -v rs="$(echo "$rend - $rstart" | bc)" -v hs="$(echo "$hend - $hstart" | bc)" -v ev="$events" '
+{ wall[$1] += $2; cpu[$1] += $3; cnt[$1]++ }
+END {
+    bw = wall["bare"] / cnt["bare"]; bc = cpu["bare"] / cnt["bare"]
+    printf "%-10s %10s %10s %10s %10s\n", "tool", "wall s", "x bare", "cpu s", "x bare"
+    for (t in wall) {
+        w = wall[t] / cnt[t]; c = cpu[t] / cnt[t]
+        printf "%-10s %10.3f %10.2f %10.3f %10.2f\n", t, w, w / bw, c, (bc > 0 ? c / bc : 0)
+    }
+    printf "\ntrace size: memshim %.2f bytes/allocation, heaptrack %.2f bytes/allocation\n", msb / n, htb / n
+    printf "report: memshim %.3f s (%.1f M alloc+free events/s), heaptrack_print %.3f s\n", rs, ev / rs / 1e6, hs
+}' "$work/times"
+echo "($ROUNDS interleaved rounds, $N allocations; $(nproc) cores, $(uname -m))"
