@@ -1,13 +1,15 @@
 //! Replays one trace file through the analyses, keeping what the report needs: the header, how the
 //! trace ended, stacks, modules and symbols. Memory stays bounded by the live set and the number of
 //! distinct stacks, whatever the file's size.
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
-use memshim_trace::{End, Header, Module, Record, SymFrame, TraceReader};
+use std::sync::mpsc::SyncSender;
+
+use anyhow::{bail, Context, Result};
+use memshim_trace::{End, Event, Header, Module, Record, SymFrame, TraceReader};
 
 use crate::analysis::{device::Device, heap::Heap, mmap::Mappings, transfers::Transfers};
 
@@ -96,70 +98,134 @@ pub fn replay(path: &Path) -> Result<Replayed> {
         dropped: 0,
         notes: Vec::new(),
         last_t: reader.header().clock_start_ns,
-        counts: HashMap::new(),
-        stacks: HashMap::new(),
+        counts: HashMap::default(),
+        stacks: HashMap::default(),
         modules: Vec::new(),
-        symbols: HashMap::new(),
+        symbols: HashMap::default(),
         heap: Heap::default(),
         mmap: Mappings::default(),
         device: Device::default(),
         transfers: Transfers::default(),
     };
-    loop {
-        let ev = match reader.next_event() {
-            Ok(Some(ev)) => ev,
-            Ok(None) => break,
-            Err(e @ memshim_trace::Error::CorruptFrame { .. }) => {
-                r.corrupt = Some(e.to_string());
-                break;
-            }
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-        };
-        *r.counts.entry(kind_name(&ev.record)).or_default() += 1;
-        if ev.tid != 0 {
-            r.last_t = r.last_t.max(ev.t);
-        }
-        match ev.record {
-            Record::Alloc(a) => r.heap.alloc(ev.t, ev.tid, a.addr, a.size, a.stack),
-            Record::Free(f) => {
-                r.heap.free(ev.t, ev.tid, f.addr, f.realloc);
-            }
-            Record::ReallocFailed(f) => r.heap.realloc_failed(ev.tid, f.addr),
-            Record::Map(m) => r.mmap.map(ev.tid, &m),
-            Record::Unmap(u) => r.mmap.unmap(ev.tid, &u),
-            Record::Stack(s) => {
-                r.stacks.insert(s.id, s.frames);
-            }
-            Record::ModuleLoad(m) => r.modules.push(LoadedModule {
-                module: m,
-                unloaded_t: None,
-            }),
-            Record::ModuleUnload(u) => {
-                if let Some(m) = r.modules.iter_mut().rev().find(|m| {
-                    m.unloaded_t.is_none() && m.module.path == u.path && m.module.base == u.base
-                }) {
-                    m.unloaded_t = Some(ev.t);
+    // Decoding (decompression, bincode) runs on its own thread, one frame's events at a time, while
+    // this one analyses: the two halves of a replay take about as long as each other.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(16);
+    let outcome = std::thread::scope(|scope| {
+        scope.spawn(move || decode(&mut reader, tx));
+        let mut outcome = None;
+        for batch in rx {
+            match batch {
+                Batch::Events(events) => {
+                    for ev in events {
+                        apply(&mut r, ev);
+                    }
                 }
+                Batch::End { truncated, corrupt } => outcome = Some(Ok((truncated, corrupt))),
+                Batch::Failed(e) => outcome = Some(Err(e)),
             }
-            Record::Symbols(syms) => {
-                for s in syms {
-                    r.symbols.insert(s.addr, s.frames);
-                }
-            }
-            Record::Dropped(n) => r.dropped = r.dropped.max(n),
-            Record::Note(n) => r.notes.push(n.text),
-            Record::End(e) => {
-                r.dropped = r.dropped.max(e.dropped_events);
-                r.end = Some(e);
-            }
-            Record::DeviceAlloc(a) => r.device.alloc(ev.t, ev.tid, &a),
-            Record::DeviceFree(f) => r.device.free(ev.t, ev.tid, &f),
-            Record::CudaFailure(f) => r.device.failure(ev.t, ev.tid, f),
-            Record::MemInfo(m) => r.device.mem_info(&m),
-            Record::ManagedHint(h) => r.device.hint(&h),
-            Record::Copy(c) => r.transfers.copy(&c, &r.device, &r.heap),
         }
-    }
-    r.truncated = reader.truncated() || r.corrupt.is_some();
+        outcome
+    });
+    let (truncated, corrupt) = match outcome {
+        Some(Ok(end)) => end,
+        Some(Err(e)) => {
+            return Err(e).with_context(|| format!("cannot read {}", path.display()));
+        }
+        None => bail!("the reader of {} stopped unexpectedly", path.display()),
+    };
+    r.corrupt = corrupt;
+    r.truncated = truncated || r.corrupt.is_some();
     Ok(r)
+}
+
+/// What the decoding thread hands over.
+enum Batch {
+    Events(Vec<Event>),
+    End {
+        truncated: bool,
+        corrupt: Option<String>,
+    },
+    Failed(memshim_trace::Error),
+}
+
+/// Reads every event, in batches; a corrupt frame ends the stream (what came before is kept).
+fn decode<R: std::io::Read>(reader: &mut TraceReader<R>, tx: SyncSender<Batch>) {
+    const BATCH: usize = 8192;
+    let mut batch = Vec::with_capacity(BATCH);
+    let end = loop {
+        match reader.next_event() {
+            Ok(Some(ev)) => {
+                batch.push(ev);
+                if batch.len() == BATCH {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                    if tx.send(Batch::Events(full)).is_err() {
+                        return;
+                    }
+                }
+            }
+            Ok(None) => {
+                break Batch::End {
+                    truncated: reader.truncated(),
+                    corrupt: None,
+                }
+            }
+            Err(e @ memshim_trace::Error::CorruptFrame { .. }) => {
+                break Batch::End {
+                    truncated: true,
+                    corrupt: Some(e.to_string()),
+                }
+            }
+            Err(e) => break Batch::Failed(e),
+        }
+    };
+    let _ = tx.send(Batch::Events(batch));
+    let _ = tx.send(end);
+}
+
+/// Applies one event to the analyses.
+fn apply(r: &mut Replayed, ev: Event) {
+    *r.counts.entry(kind_name(&ev.record)).or_default() += 1;
+    if ev.tid != 0 {
+        r.last_t = r.last_t.max(ev.t);
+    }
+    match ev.record {
+        Record::Alloc(a) => r.heap.alloc(ev.t, ev.tid, a.addr, a.size, a.stack),
+        Record::Free(f) => {
+            r.heap.free(ev.t, ev.tid, f.addr, f.realloc);
+        }
+        Record::ReallocFailed(f) => r.heap.realloc_failed(ev.tid, f.addr),
+        Record::Map(m) => r.mmap.map(ev.tid, &m),
+        Record::Unmap(u) => r.mmap.unmap(ev.tid, &u),
+        Record::Stack(s) => {
+            r.stacks.insert(s.id, s.frames);
+        }
+        Record::ModuleLoad(m) => r.modules.push(LoadedModule {
+            module: m,
+            unloaded_t: None,
+        }),
+        Record::ModuleUnload(u) => {
+            if let Some(m) = r.modules.iter_mut().rev().find(|m| {
+                m.unloaded_t.is_none() && m.module.path == u.path && m.module.base == u.base
+            }) {
+                m.unloaded_t = Some(ev.t);
+            }
+        }
+        Record::Symbols(syms) => {
+            for s in syms {
+                r.symbols.insert(s.addr, s.frames);
+            }
+        }
+        Record::Dropped(n) => r.dropped = r.dropped.max(n),
+        Record::Note(n) => r.notes.push(n.text),
+        Record::End(e) => {
+            r.dropped = r.dropped.max(e.dropped_events);
+            r.end = Some(e);
+        }
+        Record::DeviceAlloc(a) => r.device.alloc(ev.t, ev.tid, &a),
+        Record::DeviceFree(f) => r.device.free(ev.t, ev.tid, &f),
+        Record::CudaFailure(f) => r.device.failure(ev.t, ev.tid, f),
+        Record::MemInfo(m) => r.device.mem_info(&m),
+        Record::ManagedHint(h) => r.device.hint(&h),
+        Record::Copy(c) => r.transfers.copy(&c, &r.device, &r.heap),
+    }
 }

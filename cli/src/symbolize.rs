@@ -1,8 +1,8 @@
 //! Turns return addresses into frames: from the symbols the shim wrote in-process when it could, else
 //! offline from the module map (the object on disk, checked against the recorded build id, read with
 //! addr2line: DWARF lines and inlined calls, or the symbol table when there is no DWARF).
+use rustc_hash::FxHashMap as HashMap;
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::fs::File;
 
 use addr2line::Loader;

@@ -2,7 +2,9 @@
 //! space, physical and mapped virtual memory), the peak of device memory per GPU, failed calls with
 //! what was live when they failed, and the caching-allocator pattern "out of memory, free a burst,
 //! retry" that signals fragmentation or a peak too close to capacity.
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use memshim_trace::{
     CudaApi, CudaFailure, DeviceAlloc, DeviceFree, DeviceMemory, ManagedHint, MemInfo,

@@ -1,7 +1,7 @@
 //! The host heap: live blocks, leaks by site at the end, peak live bytes and when it happened,
 //! allocation counts, and temporary allocations (freed before the same thread allocated anything
 //! else, as heaptrack defines them).
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::SiteStats;
 

@@ -1,6 +1,8 @@
 //! Anonymous mappings: ranges still mapped at the end, by the site that mapped them. munmap may cut a
 //! range anywhere, so ranges are kept as an interval map and split as needed.
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use memshim_trace::{Map, MapFn, Unmap};
 

@@ -22,7 +22,7 @@ pub struct SiteStats {
 }
 
 /// Live blocks grouped by site, largest first (ties by count, then stack id for a stable order).
-pub fn live_sites(sites: &std::collections::HashMap<u32, SiteStats>) -> Vec<(u32, SiteStats)> {
+pub fn live_sites(sites: &rustc_hash::FxHashMap<u32, SiteStats>) -> Vec<(u32, SiteStats)> {
     let mut v: Vec<(u32, SiteStats)> = sites
         .iter()
         .filter(|(_, s)| s.live_count > 0)

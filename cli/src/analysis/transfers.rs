@@ -2,7 +2,9 @@
 //! bytes, time and bandwidth, by call site; the size histogram; and the host buffers copied again and
 //! again. The host side's kind comes from the CUDA allocations seen so far (pinned, registered,
 //! managed); memory CUDA did not allocate or register is pageable.
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use memshim_trace::{CopyApi, DeviceMemory, Transfer};
 

@@ -1,6 +1,6 @@
 //! Builds the report model from replayed traces: orders processes, symbolizes the stacks of the sites
 //! shown, and turns nanoseconds into seconds. No analysis happens here beyond that.
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use memshim_trace::EndReason;
 

@@ -13,7 +13,7 @@ use crate::symbolize::Symbolizer;
 /// The leak classes of CUDA memory: device (with physical), managed, pinned, registered.
 pub fn leaks(t: &Replayed, sym: &mut Symbolizer) -> [LeakClass; 4] {
     let sites = |kinds: &[DeviceMemory]| {
-        let mut merged = std::collections::HashMap::new();
+        let mut merged = rustc_hash::FxHashMap::default();
         for k in kinds {
             if let Some(h) = t.device.kinds.get(k) {
                 for (id, s) in h.sites() {

@@ -1,5 +1,5 @@
 //! The growth section: sites whose live memory kept climbing, host and device.
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use memshim_trace::DeviceMemory;
 
@@ -24,7 +24,7 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
         t.heap.last_t,
         HOST_MIN_BYTES,
     );
-    let mut dev_sites: HashMap<u32, SiteStats> = HashMap::new();
+    let mut dev_sites: HashMap<u32, SiteStats> = HashMap::default();
     let mut dev_end = 0;
     for k in [DeviceMemory::Device, DeviceMemory::Physical] {
         if let Some(h) = t.device.kinds.get(&k) {
