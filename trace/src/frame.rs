@@ -3,8 +3,8 @@
 //! ```text
 //! preamble: MAGIC[8] version:u32 header_len:u32 header_crc:u32 header[header_len]
 //! frame:    0xF7 flags:u8 stored_len:u32 raw_len:u32 crc:u32 payload[stored_len]
-//! payload:  (dt:i64 tid:u32 record)*   bincode varints; dt is the time since the previous event
-//!                                      of the frame (the first one's is from 0)
+//! payload:  (dt:i64 dtid:i64 record)* bincode varints, delta-coded within the frame (see `delta`);
+//!           version 1 frames hold (dt:i64 tid:u32 record)* with only the time delta-coded
 //! ```
 //! All fixed-width integers are little-endian. `crc` is the CRC-32 of the payload as stored.
 use bincode::Options;
@@ -32,13 +32,17 @@ pub fn codec(limit: u64) -> impl Options {
         .with_limit(limit)
 }
 
-/// One event as it is stored.
+/// One event as it is stored (version 2): time, thread and address as deltas.
 #[derive(Serialize)]
-pub struct WireRef<'a>(pub i64, pub u32, pub &'a Record);
+pub struct WireRef<'a>(pub i64, pub i64, pub &'a Record);
 
-/// One event as it is read back.
+/// One event as version 2 stores it.
 #[derive(Deserialize)]
-pub struct WireOwned(pub i64, pub u32, pub Record);
+pub struct WireOwned(pub i64, pub i64, pub Record);
+
+/// One event as version 1 stored it: only the time was a delta.
+#[derive(Deserialize)]
+pub struct WireV1(pub i64, pub u32, pub Record);
 
 /// The fixed part of a frame.
 pub struct FrameHeader {

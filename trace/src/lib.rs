@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod delta;
 mod error;
 mod frame;
 mod header;

@@ -4,9 +4,10 @@ use std::io::{self, Read};
 
 use bincode::Options;
 
+use crate::delta::Deltas;
 use crate::error::Error;
 use crate::frame::{
-    codec, FrameHeader, WireOwned, FLAG_ZSTD, FRAME_HEADER_LEN, MAX_FRAME_LEN, PREAMBLE_LEN,
+    codec, FrameHeader, WireOwned, WireV1, FLAG_ZSTD, FRAME_HEADER_LEN, MAX_FRAME_LEN, PREAMBLE_LEN,
 };
 use crate::header::{Header, FORMAT_VERSION, MAGIC};
 use crate::record::{Event, Record};
@@ -171,13 +172,21 @@ impl<R: Read> TraceReader<R> {
             stored
         };
         let mut cursor: &[u8] = &raw;
+        let mut deltas = Deltas::default();
         let mut t = 0u64;
         while !cursor.is_empty() {
-            let WireOwned(dt, tid, record) = codec(cursor.len() as u64)
-                .deserialize_from(&mut cursor)
-                .map_err(|e| corrupt(format!("an event does not decode: {e}")))?;
-            t = t.wrapping_add(dt as u64);
-            self.pending.push_back(Event { t, tid, record });
+            let options = codec(cursor.len() as u64);
+            let bad = |e: bincode::Error| corrupt(format!("an event does not decode: {e}"));
+            let ev = if self.version == 1 {
+                let WireV1(dt, tid, record) = options.deserialize_from(&mut cursor).map_err(bad)?;
+                t = t.wrapping_add(dt as u64);
+                Event { t, tid, record }
+            } else {
+                let WireOwned(dt, dtid, record) =
+                    options.deserialize_from(&mut cursor).map_err(bad)?;
+                deltas.decode(dt, dtid, record)
+            };
+            self.pending.push_back(ev);
         }
         self.frames += 1;
         Ok(true)

@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 /// One timestamped record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Event {
-    /// When it happened: nanoseconds on the header's clock.
+    /// When it happened: nanoseconds on the header's clock (stored to the microsecond since format
+    /// version 2).
     pub t: u64,
     /// The kernel thread id that made the call (0 for records that belong to no thread).
     pub tid: u32,

@@ -24,7 +24,7 @@ fn events() -> Vec<Event> {
 
 fn events_n(n: u64) -> Vec<Event> {
     let mut v = vec![Event {
-        t: 5_000,
+        t: 5_000_000,
         tid: 0,
         record: Record::Stack(StackDef {
             id: 0,
@@ -34,7 +34,7 @@ fn events_n(n: u64) -> Vec<Event> {
     for i in 0..n {
         v.push(Event {
             // Not monotonic on purpose: threads reach the writer out of time order.
-            t: 10_000 + i * 7 - (i % 3) * 5,
+            t: (10_000 + i * 7 - (i % 3) * 5) * 1000,
             tid: 100 + (i % 4) as u32,
             record: Record::Alloc(Alloc {
                 func: AllocFn::Malloc,
@@ -45,7 +45,7 @@ fn events_n(n: u64) -> Vec<Event> {
         });
         if i % 2 == 0 {
             v.push(Event {
-                t: 10_001 + i * 7,
+                t: (10_001 + i * 7) * 1000,
                 tid: 100,
                 record: Record::Free(Free {
                     addr: 0x5555_0000_0000 + i * 64,
@@ -55,7 +55,7 @@ fn events_n(n: u64) -> Vec<Event> {
         }
     }
     v.push(Event {
-        t: 99_999,
+        t: 99_999_000,
         tid: 0,
         record: Record::End(End {
             reason: EndReason::Exit,
@@ -123,7 +123,7 @@ fn newer_version_names_both_versions() {
     let err = read_all(&bytes).err().unwrap();
     let msg = err.to_string();
     assert!(
-        msg.contains("version 7") && msg.contains("versions 1 to 1"),
+        msg.contains("version 7") && msg.contains("versions 1 to 2"),
         "{msg}"
     );
 }
@@ -192,4 +192,88 @@ fn stream_without_end_record_is_truncated() {
     let (got, truncated) = read_all(&bytes).unwrap();
     assert_eq!(got.len(), 10);
     assert!(truncated);
+}
+
+#[test]
+fn version_1_traces_are_still_read() {
+    use crate::frame::{codec, FrameHeader};
+    use bincode::Options;
+    // A version 1 trace: the same preamble, events stored as (dt, tid, record) with only the time
+    // delta-coded.
+    let mut bytes = write(None, 100);
+    let header_end = TraceReader::new(&bytes[..]).unwrap().offset() as usize;
+    bytes.truncate(header_end);
+    bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+    let evs = events_n(50);
+    let mut raw = Vec::new();
+    let mut last = 0u64;
+    for ev in &evs {
+        let dt = ev.t.wrapping_sub(last) as i64;
+        last = ev.t;
+        codec(u64::MAX)
+            .serialize_into(&mut raw, &(dt, ev.tid, &ev.record))
+            .unwrap();
+    }
+    let fh = FrameHeader {
+        flags: 0,
+        stored_len: raw.len() as u32,
+        raw_len: raw.len() as u32,
+        crc: crc32fast::hash(&raw),
+    };
+    bytes.extend_from_slice(&fh.encode());
+    bytes.extend_from_slice(&raw);
+    let (got, _) = read_all(&bytes).unwrap();
+    assert_eq!(got, evs);
+}
+
+#[test]
+fn delta_coding_makes_heap_events_small() {
+    // 1000 alloc/free pairs at nearby heap addresses, one thread: a few bytes per event, raw.
+    let mut w = TraceWriter::new(Vec::new(), &header(), None).unwrap();
+    let before = w.pending_bytes();
+    for i in 0..1000u64 {
+        let addr = 0x5555_5555_0000 + (i % 64) * 48;
+        for record in [
+            Record::Alloc(Alloc {
+                func: AllocFn::Malloc,
+                addr,
+                size: 100 + i % 50,
+                stack: (i % 7) as u32,
+            }),
+            Record::Free(Free {
+                addr,
+                realloc: false,
+            }),
+        ] {
+            w.push(&Event {
+                t: 1_000_000 + i * 150,
+                tid: 4242,
+                record,
+            })
+            .unwrap();
+        }
+    }
+    let per_event = (w.pending_bytes() - before) as f64 / 2000.0;
+    assert!(per_event < 8.0, "{per_event} bytes per event");
+    let bytes = w.finish().unwrap();
+    let (got, _) = read_all(&bytes).unwrap();
+    assert_eq!(got.len(), 2000);
+    assert!(
+        matches!(&got[1998].record, Record::Alloc(a) if a.addr == 0x5555_5555_0000 + (999 % 64) * 48)
+    );
+}
+
+#[test]
+fn event_times_are_kept_to_the_microsecond() {
+    let mut w = TraceWriter::new(Vec::new(), &header(), None).unwrap();
+    let ev = |t| Event {
+        t,
+        tid: 1,
+        record: Record::Dropped(0),
+    };
+    w.push(&ev(1_234_567_891)).unwrap();
+    w.push(&ev(1_234_568_999)).unwrap();
+    let (got, _) = read_all(&w.finish().unwrap()).unwrap();
+    assert_eq!(got[0].t, 1_234_567_000);
+    assert_eq!(got[1].t, 1_234_568_000);
 }

@@ -3,6 +3,7 @@ use std::io::{self, Write};
 
 use bincode::Options;
 
+use crate::delta::Deltas;
 use crate::frame::{codec, FrameHeader, WireRef, FLAG_ZSTD, MAX_FRAME_LEN};
 use crate::header::{Header, FORMAT_VERSION, MAGIC};
 use crate::record::Event;
@@ -15,7 +16,7 @@ pub struct TraceWriter<W: Write> {
     out: W,
     raw: Vec<u8>,
     frame: Vec<u8>,
-    last_t: u64,
+    deltas: Deltas,
     zstd_level: Option<i32>,
     compressor: Option<zstd::bulk::Compressor<'static>>,
 }
@@ -42,7 +43,7 @@ impl<W: Write> TraceWriter<W> {
             out,
             raw: Vec::with_capacity(1 << 16),
             frame: Vec::new(),
-            last_t: 0,
+            deltas: Deltas::default(),
             zstd_level,
             compressor,
         })
@@ -50,12 +51,9 @@ impl<W: Write> TraceWriter<W> {
 
     /// Appends one event to the current frame.
     pub fn push(&mut self, event: &Event) -> io::Result<()> {
-        // Reinterpreting the wrapped difference as i64 is exact for any two u64 times less than
-        // 2^63 ns (292 years) apart, and it round-trips in the reader with wrapping_add.
-        let dt = event.t.wrapping_sub(self.last_t) as i64;
-        self.last_t = event.t;
+        let (dt, dtid, record) = self.deltas.encode(event);
         codec(u64::MAX)
-            .serialize_into(&mut self.raw, &WireRef(dt, event.tid, &event.record))
+            .serialize_into(&mut self.raw, &WireRef(dt, dtid, &record))
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
         if self.raw.len() as u64 >= u64::from(MAX_FRAME_LEN) / 2 {
             self.flush_frame()?;
@@ -92,7 +90,7 @@ impl<W: Write> TraceWriter<W> {
         self.frame.extend_from_slice(&header.encode());
         self.frame.extend_from_slice(stored);
         self.raw.clear();
-        self.last_t = 0;
+        self.deltas.reset();
         self.out.write_all(&self.frame)?;
         self.out.flush()
     }
