@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Side-by-side overhead benchmark: the malloc-heavy workload bare, under memshim (full stacks) and
-# under heaptrack, interleaved over ROUNDS rounds; prints one table of ratios against the bare run.
+# Side-by-side overhead benchmark: the malloc-heavy workload bare, under memshim (full stacks; and
+# sampling one stack per 512 KiB, the production mode) and under heaptrack, interleaved over ROUNDS rounds; prints one table of ratios against the bare run.
 # Usage: bash benches/run.sh   (from the repository root; installs heaptrack from Debian if missing)
 # Environment: ROUNDS (default 3), N (allocations, default 2000000).
 set -euo pipefail
@@ -31,6 +31,8 @@ measure() { # name cmd...
 for r in $(seq "$ROUNDS"); do
     measure bare "$work/malloc_heavy" "$N"
     rm -rf "$work/ms"; measure memshim "$M" run -q -o "$work/ms" -- "$work/malloc_heavy" "$N"
+    rm -rf "$work/mss"
+    measure memshim-sampled env MEMSHIM_SAMPLE_BYTES=512K "$M" run -q -o "$work/mss" -- "$work/malloc_heavy" "$N"
     rm -rf "$work/ht"; mkdir -p "$work/ht"
     measure heaptrack heaptrack -o "$work/ht/ht" "$work/malloc_heavy" "$N"
 done

@@ -80,6 +80,7 @@ pub fn kind_name(r: &Record) -> &'static str {
         Record::MemInfo(_) => "mem_info",
         Record::ManagedHint(_) => "managed_hint",
         Record::Copy(_) => "copy",
+        Record::Sampling(_) => "sampling",
     }
 }
 
@@ -227,5 +228,6 @@ fn apply(r: &mut Replayed, ev: Event) {
         Record::MemInfo(m) => r.device.mem_info(&m),
         Record::ManagedHint(h) => r.device.hint(&h),
         Record::Copy(c) => r.transfers.copy(&c, &r.device, &r.heap),
+        Record::Sampling(bytes) => r.heap.sample_bytes = bytes,
     }
 }

@@ -8,6 +8,7 @@
 //! | `MEMSHIM_MMAP` | record anonymous mmap/munmap/mremap (`0` to turn off) | on |
 //! | `MEMSHIM_CUDA` | record CUDA driver memory calls (`0` to turn off) | on |
 //! | `MEMSHIM_SYMBOLIZE` | symbolize in-process at exit (`0` to leave it to the CLI) | on |
+//! | `MEMSHIM_SAMPLE_BYTES` | take one host stack per this many bytes on average (`0`: every one) | 0 |
 //! | `MEMSHIM_UNWIND` | `libunwind` (the default, when the system has it) or `gcc` | libunwind |
 //! | `MEMSHIM_COMPRESS` | zstd level for trace frames (`0` for none) | 3 |
 //! | `MEMSHIM_QUIET` | `1`: no line on stderr at exit | off |
@@ -35,6 +36,8 @@ pub struct Config {
     pub compress: Option<i32>,
     /// The unwinder: "libunwind" or "gcc".
     pub unwind: String,
+    /// Mean bytes between sampled host stacks; 0 takes every stack.
+    pub sample_bytes: u64,
     /// No message at exit.
     pub quiet: bool,
     /// Record nothing.
@@ -100,9 +103,19 @@ impl Config {
                 "libunwind".to_string()
             }
         };
+        let sample_bytes = match get("MEMSHIM_SAMPLE_BYTES") {
+            None => 0,
+            Some(v) => parse_bytes(&v).unwrap_or_else(|| {
+                warnings.push(format!(
+                    "MEMSHIM_SAMPLE_BYTES={v} is not a byte count (like 524288 or 512K); taking every stack"
+                ));
+                0
+            }),
+        };
         Config {
             output_dir: get("MEMSHIM_OUTPUT").unwrap_or_default(),
             unwind,
+            sample_bytes,
             stack_depth,
             heap,
             mmap,
@@ -121,6 +134,18 @@ impl Config {
     }
 }
 
+/// `512`, `512K`, `4M`, `1G` (powers of 1024).
+fn parse_bytes(v: &str) -> Option<u64> {
+    let v = v.trim();
+    let (num, mult) = match v.chars().last()? {
+        'k' | 'K' => (&v[..v.len() - 1], 1 << 10),
+        'm' | 'M' => (&v[..v.len() - 1], 1 << 20),
+        'g' | 'G' => (&v[..v.len() - 1], 1 << 30),
+        _ => (v, 1),
+    };
+    num.parse::<u64>().ok()?.checked_mul(mult)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,6 +157,18 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         Config::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn sample_bytes_with_suffixes() {
+        assert_eq!(
+            cfg(&[("MEMSHIM_SAMPLE_BYTES", "512K")]).sample_bytes,
+            512 << 10
+        );
+        assert_eq!(cfg(&[("MEMSHIM_SAMPLE_BYTES", "3000")]).sample_bytes, 3000);
+        let c = cfg(&[("MEMSHIM_SAMPLE_BYTES", "lots")]);
+        assert_eq!(c.sample_bytes, 0);
+        assert!(c.warnings[0].contains("MEMSHIM_SAMPLE_BYTES=lots"));
     }
 
     #[test]

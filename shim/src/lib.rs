@@ -38,6 +38,7 @@ mod output;
 mod real;
 mod recorder;
 mod sampler;
+mod sampling;
 mod seen_table;
 mod session;
 mod stacks;

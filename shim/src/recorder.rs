@@ -28,6 +28,9 @@ pub fn record_guarded(active: fn() -> bool, f: impl FnOnce()) {
     sys::set_errno(saved);
 }
 
+/// The stack hash of an allocation whose stack was not sampled (real hashes are never 0).
+pub const UNSAMPLED_HASH: u64 = 0;
+
 /// Captures the caller's stack and returns its hash, sending the frames if they are new.
 #[inline(always)]
 pub fn stack_hash() -> u64 {
@@ -52,7 +55,11 @@ pub fn on_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize) {
     }
     record(session::heap_active, || {
         let t = clock::monotonic_ns();
-        let stack = stack_hash();
+        let stack = if crate::sampling::take(size as u64) {
+            stack_hash()
+        } else {
+            UNSAMPLED_HASH
+        };
         session::send(Msg::Alloc {
             t,
             tid: guard::tid(),

@@ -62,6 +62,7 @@ pub fn init() {
         stacks::set_self_range(lo as usize, hi as usize);
     }
     crate::unwind::init(&cfg.unwind);
+    crate::sampling::init(cfg.sample_bytes);
     if let Some(table) = crate::seen_table::allocate() {
         let _ = SEEN.set(table);
     }

@@ -67,7 +67,17 @@ impl Writer {
             dropped_written: 0,
             events: 0,
         };
-        if let Err(e) = w.update_modules(initial_modules) {
+        let sampling = crate::sampling::mean();
+        let first = if sampling > 0 {
+            w.out.push(&Event {
+                t: clock::monotonic_ns(),
+                tid: 0,
+                record: Record::Sampling(sampling),
+            })
+        } else {
+            Ok(())
+        };
+        if let Err(e) = first.and_then(|()| w.update_modules(initial_modules)) {
             w.fail(&e);
         }
         w
@@ -202,6 +212,9 @@ impl Writer {
     }
 
     fn stack_id(&mut self, hash: u64) -> u32 {
+        if hash == crate::recorder::UNSAMPLED_HASH {
+            return memshim_trace::UNSAMPLED;
+        }
         let next = self.stack_ids.len() as u32;
         self.stack_ids.entry(hash).or_insert((next, false)).0
     }

@@ -270,3 +270,57 @@ fn growing_leak_is_growth_and_one_time_leak_is_not() {
         expected(&[("load_table", 4 << 20, 1), ("step_leak", 2048000, 20)])
     );
 }
+
+#[test]
+fn sampling_keeps_totals_exact_and_estimates_sites() {
+    let dir = TestDir::new("sampling_keeps_totals_exact_and_estimates_sites");
+    let prog = dir.compile("many_leaks.c");
+    let (_, full) = traced(&dir, &prog, &NO_ARGS);
+    let full = process_by_exe(&full, "many_leaks").clone();
+    let sampled_dir = TestDir::new("sampling_keeps_totals_exact_and_estimates_sites_sampled");
+    let out = std::process::Command::new(&artifacts().memshim)
+        .args(["run", "--quiet", "-o"])
+        .arg(sampled_dir.traces())
+        .arg("--")
+        .arg(&prog)
+        .env("MEMSHIM_SAMPLE_BYTES", "4096")
+        .output()
+        .expect("memshim runs");
+    assert!(out.status.success());
+    let report = report_json(&sampled_dir.traces());
+    let p = process_by_exe(&report, "many_leaks");
+    assert_eq!(p["sampling_bytes"], 4096);
+    assert!(full["sampling_bytes"].is_null());
+    for key in [
+        "allocations",
+        "frees",
+        "allocated_bytes",
+        "peak_bytes",
+        "live_bytes",
+    ] {
+        assert_eq!(p["heap"][key], full["heap"][key], "heap.{key}");
+    }
+    assert_eq!(p["leaks"]["host"]["bytes"], full["leaks"]["host"]["bytes"]);
+    assert_eq!(p["leaks"]["host"]["count"], full["leaks"]["host"]["count"]);
+    assert!(
+        p["leaks"]["host"]["unsampled_count"]
+            .as_u64()
+            .expect("unsampled")
+            > 10000
+    );
+    let estimate = |func: &str| -> (u64, u64) {
+        let s = site_with(p, "host", func);
+        let e = &s["estimated"];
+        (
+            e["bytes"].as_u64().expect("bytes"),
+            e["count"].as_u64().expect("count"),
+        )
+    };
+    let (big_bytes, big_count) = estimate("leak_big");
+    assert_eq!(big_count, 5);
+    assert!(big_bytes.abs_diff(5 << 20) < 1024, "{big_bytes}");
+    // About 490 sampled blocks stand for the 20000: within 20% (several standard deviations).
+    let (many_bytes, _) = estimate("leak_many");
+    assert!(many_bytes.abs_diff(2_000_000) < 400_000, "{many_bytes}");
+    assert!(user_sites(p, "host", &["churn_small"]).is_empty());
+}

@@ -29,7 +29,7 @@ pub use reader::TraceReader;
 pub use record::{
     Alloc, AllocFn, CopyApi, CudaApi, CudaFailure, DeviceAlloc, DeviceFree, DeviceMemory, End,
     EndReason, Event, Free, ManagedHint, Map, MapFn, MemInfo, Module, ModuleUnload, Note,
-    ReallocFailed, Record, Segment, StackDef, SymFrame, Symbol, Transfer, Unmap,
+    ReallocFailed, Record, Segment, StackDef, SymFrame, Symbol, Transfer, Unmap, UNSAMPLED,
 };
 pub use writer::TraceWriter;
 

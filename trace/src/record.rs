@@ -56,7 +56,13 @@ pub enum Record {
     ManagedHint(ManagedHint),
     /// A memory copy through the driver; the event time is when the call started.
     Copy(Transfer),
+    /// Host allocations are sampled: on average one stack per this many bytes allocated. Every
+    /// allocation and free is still recorded; unsampled ones carry the stack id [`UNSAMPLED`].
+    Sampling(u64),
 }
+
+/// The stack id of an allocation whose stack was not sampled.
+pub const UNSAMPLED: u32 = u32::MAX;
 
 /// Which allocation function was called.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

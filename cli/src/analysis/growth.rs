@@ -68,6 +68,7 @@ pub fn growing<'a>(
     min_bytes: u64,
 ) -> Vec<Growing> {
     let mut out: Vec<Growing> = sites
+        .filter(|(stack, _)| *stack != memshim_trace::UNSAMPLED)
         .filter_map(|(stack, s)| {
             let pts = &s.high_water.points;
             let (&first, &last) = (pts.first()?, pts.last()?);

@@ -11,6 +11,8 @@ struct Block {
     stack: u32,
     /// Which allocation this was (the running count when it was made): tells a reused address apart.
     serial: u64,
+    /// How many blocks like it this one stands for (1 without sampling).
+    weight: f64,
 }
 
 /// The heap analysis state.
@@ -36,6 +38,8 @@ pub struct Heap {
     pub temporary: u64,
     /// Time of the last allocation or free (clock ns).
     pub last_t: u64,
+    /// Mean bytes between sampled stacks, 0 when every stack was taken.
+    pub sample_bytes: u64,
 }
 
 impl Heap {
@@ -51,9 +55,12 @@ impl Heap {
             size,
             stack,
             serial: self.allocations,
+            weight: self.weight(size, stack),
         };
         self.live.insert(addr, block);
         let site = self.sites.entry(stack).or_default();
+        site.est_live_bytes += block.weight * size as f64;
+        site.est_live_count += block.weight;
         site.allocations += 1;
         site.allocated_bytes += size;
         site.live_count += 1;
@@ -96,6 +103,8 @@ impl Heap {
                 let site = self.sites.entry(block.stack).or_default();
                 site.live_count += 1;
                 site.live_bytes += block.size;
+                site.est_live_bytes += block.weight * block.size as f64;
+                site.est_live_count += block.weight;
                 self.live_bytes += block.size;
             }
         }
@@ -106,7 +115,18 @@ impl Heap {
         if let Some(site) = self.sites.get_mut(&block.stack) {
             site.live_count -= 1;
             site.live_bytes -= block.size;
+            site.est_live_bytes -= block.weight * block.size as f64;
+            site.est_live_count -= block.weight;
         }
+    }
+
+    /// The inverse of the chance that an allocation of `size` bytes was sampled.
+    fn weight(&self, size: u64, stack: u32) -> f64 {
+        if self.sample_bytes == 0 || stack == memshim_trace::UNSAMPLED {
+            return 1.0;
+        }
+        let p = 1.0 - (-(size.max(1) as f64) / self.sample_bytes as f64).exp();
+        1.0 / p
     }
 
     /// The identity of the live block that starts at `addr`, if one does.

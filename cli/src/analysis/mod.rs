@@ -7,7 +7,7 @@ pub mod mmap;
 pub mod transfers;
 
 /// What one call site did, by stack id.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct SiteStats {
     /// Blocks allocated here over the run.
     pub allocations: u64,
@@ -19,13 +19,16 @@ pub struct SiteStats {
     pub live_bytes: u64,
     /// When this site's live bytes set new highs.
     pub high_water: growth::HighWater,
+    /// With sampling: live bytes and blocks this site's sampled blocks stand for.
+    pub est_live_bytes: f64,
+    pub est_live_count: f64,
 }
 
 /// Live blocks grouped by site, largest first (ties by count, then stack id for a stable order).
 pub fn live_sites(sites: &rustc_hash::FxHashMap<u32, SiteStats>) -> Vec<(u32, SiteStats)> {
     let mut v: Vec<(u32, SiteStats)> = sites
         .iter()
-        .filter(|(_, s)| s.live_count > 0)
+        .filter(|(id, s)| s.live_count > 0 && **id != memshim_trace::UNSAMPLED)
         .map(|(&id, s)| (id, s.clone()))
         .collect();
     v.sort_by(|a, b| {

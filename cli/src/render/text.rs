@@ -265,15 +265,33 @@ impl Text {
                 c.sites.len() - own.len()
             )?;
         }
-        for (i, s) in own.iter().take(self.top).enumerate() {
+        if c.unsampled_count > 0 {
             writeln!(
                 out,
-                "  #{:<2} {} in {} {unit} (of {} allocated here)",
-                i + 1,
-                human_bytes(s.bytes),
-                s.count,
-                s.allocations
+                "  ({} in {} {unit} were allocated without a sampled stack; the sites below are scaled estimates)",
+                human_bytes(c.unsampled_bytes),
+                c.unsampled_count
             )?;
+        }
+        for (i, s) in own.iter().take(self.top).enumerate() {
+            match &s.estimated {
+                Some(e) => writeln!(
+                    out,
+                    "  #{:<2} about {} in about {} {unit} (estimated from {} sampled)",
+                    i + 1,
+                    human_bytes(e.bytes),
+                    e.count,
+                    s.count
+                )?,
+                None => writeln!(
+                    out,
+                    "  #{:<2} {} in {} {unit} (of {} allocated here)",
+                    i + 1,
+                    human_bytes(s.bytes),
+                    s.count,
+                    s.allocations
+                )?,
+            }
             for f in s.frames.iter().take(FRAMES_SHOWN) {
                 writeln!(out, "        {}", frame_line(f))?;
             }

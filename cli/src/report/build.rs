@@ -4,7 +4,9 @@ use rustc_hash::FxHashMap as HashMap;
 
 use memshim_trace::EndReason;
 
-use super::model::{FrameOut, HeapSummary, LeakClass, Leaks, Process, Report, Site, SCHEMA};
+use super::model::{
+    Estimate, FrameOut, HeapSummary, LeakClass, Leaks, Process, Report, Site, SCHEMA,
+};
 use crate::analysis::{live_sites, SiteStats};
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
@@ -51,6 +53,7 @@ fn process(t: &Replayed) -> Process {
         truncated: t.truncated,
         end: t.end.as_ref().map(|e| end_name(e.reason)),
         dropped_events: t.dropped,
+        sampling_bytes: (t.heap.sample_bytes > 0).then_some(t.heap.sample_bytes),
         notes,
         heap: HeapSummary {
             allocations: t.heap.allocations,
@@ -85,7 +88,8 @@ pub fn leak_class(
     sym: &mut Symbolizer,
     sites: &HashMap<u32, SiteStats>,
 ) -> LeakClass {
-    let sites: Vec<Site> = live_sites(sites)
+    let sampled = t.heap.sample_bytes > 0;
+    let list: Vec<Site> = live_sites(sites)
         .into_iter()
         .map(|(id, s)| {
             let frames = frames(t, sym, id);
@@ -95,17 +99,26 @@ pub fn leak_class(
                 count: s.live_count,
                 allocations: s.allocations,
                 allocated_bytes: s.allocated_bytes,
+                estimated: sampled.then(|| Estimate {
+                    bytes: s.est_live_bytes.round().max(0.0) as u64,
+                    count: s.est_live_count.round().max(0.0) as u64,
+                }),
                 frames,
             }
         })
         .collect();
-    let driver = || sites.iter().filter(|s| s.owner == "cuda_driver");
+    let unsampled = sites.get(&memshim_trace::UNSAMPLED);
+    let unsampled_bytes = unsampled.map_or(0, |s| s.live_bytes);
+    let unsampled_count = unsampled.map_or(0, |s| s.live_count);
+    let driver = || list.iter().filter(|s| s.owner == "cuda_driver");
     LeakClass {
-        bytes: sites.iter().map(|s| s.bytes).sum(),
-        count: sites.iter().map(|s| s.count).sum(),
+        bytes: list.iter().map(|s| s.bytes).sum::<u64>() + unsampled_bytes,
+        count: list.iter().map(|s| s.count).sum::<u64>() + unsampled_count,
         driver_bytes: driver().map(|s| s.bytes).sum(),
         driver_count: driver().map(|s| s.count).sum(),
-        sites,
+        unsampled_bytes,
+        unsampled_count,
+        sites: list,
     }
 }
 

@@ -29,6 +29,8 @@ pub struct Process {
     /// "exit", "quick_exit", "exec", "failure", or null when the trace has no end.
     pub end: Option<&'static str>,
     pub dropped_events: u64,
+    /// Host stacks were sampled, one per this many bytes on average; null when every stack was taken.
+    pub sampling_bytes: Option<u64>,
     pub notes: Vec<String>,
     pub heap: HeapSummary,
     pub leaks: Leaks,
@@ -243,6 +245,9 @@ pub struct LeakClass {
     /// Of `bytes` and `count`, what the CUDA driver allocated for itself (see `Site::owner`).
     pub driver_bytes: u64,
     pub driver_count: u64,
+    /// Of `bytes` and `count`, what was allocated without a sampled stack (not in `sites`).
+    pub unsampled_bytes: u64,
+    pub unsampled_count: u64,
     pub sites: Vec<Site>,
 }
 
@@ -259,8 +264,17 @@ pub struct Site {
     pub allocations: u64,
     /// Bytes allocated here over the run.
     pub allocated_bytes: u64,
+    /// With sampling: what this site's sampled blocks stand for (an estimate); null otherwise.
+    pub estimated: Option<Estimate>,
     /// The stack, innermost first.
     pub frames: Vec<FrameOut>,
+}
+
+/// A scaled estimate from sampled stacks.
+#[derive(Serialize, Debug)]
+pub struct Estimate {
+    pub bytes: u64,
+    pub count: u64,
 }
 
 /// One frame.
