@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Per-call cost of the CUDA interception and the step-time cost of full host stacks, on the GPU
+# machine. Run from the repository root with target/release/{memshim,libmemshim.so}; if the system has
+# no libunwind.so.8, put one in .devlib/ (carried) to use the shim's fast unwinder.
+set -u
+M=$PWD/target/release/memshim
+export MEMSHIM_LIB=$PWD/target/release/libmemshim.so
+ldconfig -p | grep -q 'libunwind.so.8 ' || export LD_LIBRARY_PATH=$PWD/.devlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+echo "libunwind: $(ldconfig -p | grep -c 'libunwind.so.8 ') system copies; LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+w=/tmp/memshim-overhead && rm -rf "$w" && mkdir -p "$w"
+nvcc -g -O2 -o "$w/copy_overhead" examples/cuda/copy_overhead.cu
+echo "== copy_overhead: bare / full / CUDA only / CUDA only with libgcc unwinder"
+"$w/copy_overhead"
+"$M" run -q -o "$w/a" -- "$w/copy_overhead"
+MEMSHIM_HEAP=0 MEMSHIM_MMAP=0 "$M" run -q -o "$w/b" -- "$w/copy_overhead"
+MEMSHIM_UNWIND=gcc MEMSHIM_HEAP=0 MEMSHIM_MMAP=0 "$M" run -q -o "$w/c" -- "$w/copy_overhead"
+echo "== transformer step: bare / full stacks / sampled 512K"
+python3 examples/python/torch_train_overhead.py 30 2>&1 | tail -1
+"$M" run -q -o "$w/d" -- python3 examples/python/torch_train_overhead.py 30 2>&1 | tail -1
+MEMSHIM_SAMPLE_BYTES=512K "$M" run -q -o "$w/e" -- python3 examples/python/torch_train_overhead.py 30 2>&1 | tail -1
