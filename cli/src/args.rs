@@ -41,6 +41,9 @@ pub enum Command {
         /// Write the report to this file instead of standard output.
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
+        /// Hide home directories, the user and host names and the command's arguments.
+        #[arg(long)]
+        redact: bool,
     },
     /// Measure this machine's ceilings (host memory bandwidth; GPU copy bandwidth from pageable and
     /// pinned memory) and store them, so reports compare achieved bandwidth against them.
@@ -67,6 +70,8 @@ pub enum Format {
     Text,
     /// The documented `memshim.report/1` schema.
     Json,
+    /// To paste into a bug report.
+    Markdown,
 }
 
 #[cfg(test)]

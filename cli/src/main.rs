@@ -31,7 +31,8 @@ fn main() -> ExitCode {
             format,
             top,
             output,
-        } => cmd::report::run(&paths, format, top, output.as_deref()).map(|()| 0),
+            redact,
+        } => cmd::report::run(&paths, format, top, output.as_deref(), redact).map(|()| 0),
         args::Command::Info { paths } => cmd::info::run(&paths).map(|()| 0),
         args::Command::Bench { output, quick } => cmd::bench::run(output, quick).map(|()| 0),
     };

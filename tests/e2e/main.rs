@@ -6,6 +6,7 @@
 //! `$TMPDIR/memshim-e2e/<test name>`, so they run in parallel.
 
 mod cuda;
+mod formats;
 mod heap;
 mod process;
 mod report;

@@ -6,11 +6,17 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::args::Format;
-use crate::render::{json::Json, text::Text, Render};
+use crate::render::{json::Json, markdown::Markdown, text::Text, Render};
 use crate::{replay, report, traces};
 
 /// Runs the subcommand.
-pub fn run(paths: &[PathBuf], format: Format, top: usize, output: Option<&Path>) -> Result<()> {
+pub fn run(
+    paths: &[PathBuf],
+    format: Format,
+    top: usize,
+    output: Option<&Path>,
+    redact: bool,
+) -> Result<()> {
     let files = traces::collect(paths)?;
     let mut replayed = Vec::with_capacity(files.len());
     for f in &files {
@@ -20,10 +26,15 @@ pub fn run(paths: &[PathBuf], format: Format, top: usize, output: Option<&Path>)
         }
         replayed.push(r);
     }
-    let model = report::build::report(replayed);
+    let mut model = report::build::report(replayed);
+    if redact {
+        let r = report::redact::Redactions::from_env(&model);
+        report::redact::redact(&mut model, &r);
+    }
     let renderer: Box<dyn Render> = match format {
         Format::Text => Box::new(Text { top }),
         Format::Json => Box::new(Json),
+        Format::Markdown => Box::new(Markdown { top }),
     };
     match output {
         Some(path) => {

@@ -1,5 +1,6 @@
 //! Renderers: one file per output format, all drawing from the same [`Report`]. No analysis here.
 pub mod json;
+pub mod markdown;
 pub mod text;
 
 use std::io::{self, Write};

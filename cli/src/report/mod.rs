@@ -5,4 +5,5 @@ pub mod device;
 pub mod growth;
 pub mod model;
 pub mod owner;
+pub mod redact;
 pub mod transfers;

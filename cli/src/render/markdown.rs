@@ -1,0 +1,295 @@
+//! Markdown, to paste into a bug report: an overview table, then per process a summary with the top
+//! findings and one section per analysis, the top sites in tables and the rest folded in `<details>`.
+//! Kept short on purpose: at most `top` sites shown per table, at most `FOLDED` more folded.
+use std::io::{self, Write};
+
+use super::{human_bytes, Render};
+use crate::report::model::{FrameOut, LeakClass, Process, Report, Site};
+
+/// The Markdown renderer.
+pub struct Markdown {
+    /// Sites shown per table.
+    pub top: usize,
+}
+
+/// Sites folded under a table, past which only a count is given.
+const FOLDED: usize = 40;
+/// Frames shown per site.
+const FRAMES: usize = 4;
+
+impl Render for Markdown {
+    fn render(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "# memshim report\n")?;
+        writeln!(
+            out,
+            "| process | pid | duration | end | peak heap | leaked heap | peak device | leaked device |"
+        )?;
+        writeln!(out, "|---|---|---|---|---|---|---|---|")?;
+        for p in &report.processes {
+            writeln!(
+                out,
+                "| `{}` | {} | {:.3} s | {} | {} | {} | {} | {} |",
+                exe_name(p),
+                p.pid,
+                p.duration_s,
+                p.end.unwrap_or("**truncated**"),
+                human_bytes(p.heap.peak_bytes),
+                human_bytes(program_bytes(&p.leaks.host)),
+                human_bytes(p.device.peak_bytes),
+                human_bytes(p.leaks.device.bytes)
+            )?;
+        }
+        for p in &report.processes {
+            self.process(p, out)?;
+        }
+        writeln!(out, "\n<sub>memshim report, schema {}</sub>", report.schema)
+    }
+}
+
+impl Markdown {
+    fn process(&self, p: &Process, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(
+            out,
+            "\n## `{}` (pid {})\n",
+            one_line(&p.argv.join(" ")),
+            p.pid
+        )?;
+        let mut facts = vec![format!("ran {:.3} s", p.duration_s)];
+        facts.push(match p.end {
+            Some(e) => format!("ended by {e}"),
+            None => "**trace truncated** (killed or crashed)".into(),
+        });
+        if p.forked {
+            facts.push(format!("fork child of {}", p.ppid));
+        }
+        if p.dropped_events > 0 {
+            facts.push(format!("{} events dropped", p.dropped_events));
+        }
+        if let Some(b) = p.sampling_bytes {
+            facts.push(format!("host stacks sampled every ~{}", human_bytes(b)));
+        }
+        writeln!(out, "{}.\n", facts.join(", "))?;
+        let findings: Vec<&str> = p
+            .device
+            .findings
+            .iter()
+            .chain(&p.transfers.findings)
+            .chain(&p.growth.findings)
+            .map(|f| f.text.as_str())
+            .collect();
+        if !findings.is_empty() {
+            writeln!(out, "**Findings**\n")?;
+            for f in findings {
+                writeln!(out, "- {}", first_sentence(f))?;
+            }
+            writeln!(out)?;
+        }
+        let h = &p.heap;
+        writeln!(out, "### Host heap\n")?;
+        writeln!(
+            out,
+            "{} allocations ({}), {} frees, {} temporary; peak {} at {:.3} s.\n",
+            h.allocations,
+            human_bytes(h.allocated_bytes),
+            h.frees,
+            h.temporary_allocations,
+            human_bytes(h.peak_bytes),
+            h.peak_time_s
+        )?;
+        self.leaks("Leaked heap", &p.leaks.host, out)?;
+        self.leaks("Anonymous mappings still mapped", &p.leaks.mmap, out)?;
+        if p.device.seen {
+            let d = &p.device;
+            writeln!(out, "### Device memory\n")?;
+            writeln!(
+                out,
+                "{} allocations ({}), {} frees; peak {} at {:.3} s; {} failed calls.\n",
+                d.allocations,
+                human_bytes(d.allocated_bytes),
+                d.frees,
+                human_bytes(d.peak_bytes),
+                d.peak_time_s,
+                d.failures.len()
+            )?;
+            self.leaks("Leaked device memory", &p.leaks.device, out)?;
+            self.leaks("Leaked managed memory", &p.leaks.managed, out)?;
+            self.leaks("Leaked pinned host memory", &p.leaks.pinned, out)?;
+        }
+        if !p.transfers.summary.is_empty() {
+            writeln!(out, "### Transfers\n")?;
+            writeln!(
+                out,
+                "| direction | host memory | copies | bytes | sync GB/s | async blocked |"
+            )?;
+            writeln!(out, "|---|---|---|---|---|---|")?;
+            for r in &p.transfers.summary {
+                writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} | {:.3} ms |",
+                    r.direction,
+                    r.host_memory,
+                    r.count,
+                    human_bytes(r.bytes),
+                    r.gbps.map_or("–".into(), |g| format!("{g:.2}")),
+                    r.async_blocked_seconds * 1e3
+                )?;
+            }
+            writeln!(out)?;
+        }
+        for (what, list) in [
+            ("host heap", &p.growth.host),
+            ("device memory", &p.growth.device),
+        ] {
+            if list.is_empty() {
+                continue;
+            }
+            writeln!(out, "### Growing {what}\n")?;
+            writeln!(out, "| from | to | rate | held at end | site |")?;
+            writeln!(out, "|---|---|---|---|---|")?;
+            for g in list.iter().take(self.top) {
+                writeln!(
+                    out,
+                    "| {} at {:.2} s | {} at {:.2} s | {}/s | {} | {} |",
+                    human_bytes(g.from_bytes),
+                    g.from_time_s,
+                    human_bytes(g.to_bytes),
+                    g.to_time_s,
+                    human_bytes(g.rate_bytes_per_s as u64),
+                    human_bytes(g.live_bytes),
+                    site_cell(&g.frames)
+                )?;
+            }
+            writeln!(out)?;
+        }
+        if !p.notes.is_empty() {
+            writeln!(out, "<details><summary>Notes</summary>\n")?;
+            for n in &p.notes {
+                writeln!(out, "- {n}")?;
+            }
+            writeln!(out, "\n</details>")?;
+        }
+        Ok(())
+    }
+
+    fn leaks(&self, title: &str, c: &LeakClass, out: &mut dyn Write) -> io::Result<()> {
+        let own: Vec<&Site> = c.sites.iter().filter(|s| s.owner == "program").collect();
+        if own.is_empty() && c.driver_count == 0 {
+            return Ok(());
+        }
+        writeln!(
+            out,
+            "**{title}**: {} in {} blocks from {} sites{}.\n",
+            human_bytes(program_bytes(c)),
+            c.count - c.driver_count,
+            own.len(),
+            if c.driver_count > 0 {
+                format!(
+                    " (plus {} the CUDA driver keeps for itself)",
+                    human_bytes(c.driver_bytes)
+                )
+            } else {
+                String::new()
+            }
+        )?;
+        if own.is_empty() {
+            return Ok(());
+        }
+        let row = |s: &Site| {
+            format!(
+                "| {} | {} | {} |",
+                human_bytes(s.estimated.as_ref().map_or(s.bytes, |e| e.bytes)),
+                s.count,
+                site_cell(&s.frames)
+            )
+        };
+        writeln!(out, "| bytes | blocks | site |\n|---|---|---|")?;
+        for s in own.iter().take(self.top) {
+            writeln!(out, "{}", row(s))?;
+        }
+        writeln!(out)?;
+        let rest = &own[self.top.min(own.len())..];
+        if !rest.is_empty() {
+            writeln!(
+                out,
+                "<details><summary>{} more sites</summary>\n",
+                rest.len()
+            )?;
+            writeln!(out, "| bytes | blocks | site |\n|---|---|---|")?;
+            for s in rest.iter().take(FOLDED) {
+                writeln!(out, "{}", row(s))?;
+            }
+            if rest.len() > FOLDED {
+                writeln!(
+                    out,
+                    "\n{} more sites not shown; see the JSON report.",
+                    rest.len() - FOLDED
+                )?;
+            }
+            writeln!(out, "\n</details>\n")?;
+        }
+        Ok(())
+    }
+}
+
+fn program_bytes(c: &LeakClass) -> u64 {
+    c.bytes - c.driver_bytes
+}
+
+/// A site as one table cell: the innermost frames, innermost first, separated by arrows, ending at
+/// `main` (what runs before it is the C library's start-up).
+fn site_cell(frames: &[FrameOut]) -> String {
+    let end = frames
+        .iter()
+        .position(|f| f.function.as_deref() == Some("main"))
+        .map_or(frames.len(), |i| i + 1);
+    let frames = &frames[..end];
+    let parts: Vec<String> = frames
+        .iter()
+        .take(FRAMES)
+        .map(|f| {
+            let func = escape(f.function.as_deref().unwrap_or("??"));
+            match (&f.file, f.line) {
+                (Some(file), Some(line)) => {
+                    format!(
+                        "`{func}` ({}:{line})",
+                        escape(file.rsplit('/').next().unwrap_or(file))
+                    )
+                }
+                _ => format!("`{func}`"),
+            }
+        })
+        .collect();
+    let more = if frames.len() > FRAMES {
+        " ← …"
+    } else {
+        ""
+    };
+    format!("{}{more}", parts.join(" ← "))
+}
+
+/// Keeps a table cell a single cell.
+fn escape(s: &str) -> String {
+    s.replace('|', "\\|").replace('`', "'")
+}
+
+fn exe_name(p: &Process) -> String {
+    escape(p.exe.rsplit('/').next().unwrap_or(&p.exe))
+}
+
+fn one_line(s: &str) -> String {
+    let flat: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let flat = escape(&flat);
+    if flat.chars().count() > 100 {
+        format!("{}…", flat.chars().take(99).collect::<String>())
+    } else {
+        flat
+    }
+}
+
+/// The first sentence of a finding (up to the first colon or semicolon), for the summary list.
+fn first_sentence(s: &str) -> &str {
+    s.split([';', ':']).next().unwrap_or(s).trim()
+}

@@ -1,0 +1,80 @@
+//! Report formats: Markdown for bug reports, and `--redact` for every format.
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::util::*;
+
+fn report(dir: &TestDir, args: &[&str], home: &std::path::Path) -> String {
+    let out = Command::new(&artifacts().memshim)
+        .arg("report")
+        .args(args)
+        .arg(dir.traces())
+        .env("HOME", home)
+        .env("USER", "memshim-test-user")
+        .output()
+        .expect("memshim report runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 report")
+}
+
+#[test]
+fn markdown_has_tables_of_the_leak_sites_and_folds_the_rest() {
+    let dir = TestDir::new("markdown_has_tables_of_the_leak_sites_and_folds_the_rest");
+    let prog = dir.compile("leaky.c");
+    memshim_run_ok(&dir, &prog, &["an-argument"]);
+    let md = report(&dir, &["--format", "markdown", "--top", "3"], &dir.root);
+    assert!(md.starts_with("# memshim report\n"), "{md}");
+    assert!(md.contains("| `leaky` |"), "{md}");
+    assert!(md.contains("### Host heap"), "{md}");
+    // Top 3 in the table, the rest folded; each site ends at main.
+    assert!(
+        md.contains("| 4.0 KiB | 1 | `leak_aligned` (leaky.c:"),
+        "{md}"
+    );
+    assert!(md.contains("<details><summary>"), "{md}");
+    assert!(md.contains("| 300 B | 3 | `leak_malloc` (leaky.c:"), "{md}");
+    assert!(!md.contains("__libc_start_call_main"), "{md}");
+    assert!(md.len() < 8000, "{} bytes", md.len());
+}
+
+#[test]
+fn redact_hides_home_user_host_and_arguments_in_every_format() {
+    let dir = TestDir::new("redact_hides_home_user_host_and_arguments_in_every_format");
+    let prog = dir.compile("leaky.c");
+    memshim_run_ok(&dir, &prog, &["secret-argument"]);
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("hostname");
+    let host = host.trim();
+    // The test directory plays the user's home.
+    let json = report(&dir, &["--format", "json", "--redact"], &dir.root);
+    let md = report(&dir, &["--format", "markdown", "--redact"], &dir.root);
+    let text = report(&dir, &["--redact"], &dir.root);
+    for out in [&json, &md, &text] {
+        assert!(!out.contains("secret-argument"));
+        assert!(
+            !out.contains(dir.root.to_str().expect("utf-8")),
+            "home not hidden"
+        );
+        if host.len() > 3 {
+            assert!(
+                !out.contains(&format!("\"{host}\"")),
+                "host name not hidden"
+            );
+        }
+    }
+    let v: Value = serde_json::from_str(&json).expect("JSON");
+    let p = &v["processes"][0];
+    assert_eq!(p["hostname"], "<host>");
+    assert_eq!(
+        p["argv"],
+        serde_json::json!(["~/leaky", "<1 argument redacted>"])
+    );
+    assert_eq!(p["exe"], "~/leaky");
+    // The unredacted report still has everything.
+    let plain = report(&dir, &["--format", "json"], &dir.root);
+    assert!(plain.contains("secret-argument"));
+}
