@@ -51,7 +51,9 @@ fn redact_homes(s: &str) -> String {
     while let Some(i) = rest.find("/home/") {
         out.push_str(&rest[..i]);
         let after = &rest[i + 6..];
-        let end = after.find('/').unwrap_or(after.len());
+        let end = after
+            .find(|c: char| c == '/' || c.is_whitespace())
+            .unwrap_or(after.len());
         out.push('~');
         rest = &after[end..];
     }
