@@ -12,35 +12,10 @@ use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void};
 use memshim_trace::{CudaApi as A, DeviceMemory as K};
 
 use super::record::{alloc, failure, free, hint, mem_info};
-use super::{CUresult, CUDA_ERROR_NOT_INITIALIZED, CUDA_SUCCESS};
+use super::{CUresult, CUDA_SUCCESS};
 
 type Ptr = *mut c_void;
 type DevPtr = c_ulonglong;
-
-/// Defines an exported wrapper and its real-function slot.
-macro_rules! wrapper {
-    ($name:ident ( $($arg:ident : $ty:ty),* ) |$call:ident| $body:block) => {
-        pub mod $name {
-            //! The real function's slot.
-            pub static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        }
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> CUresult {
-            let name = concat!(stringify!($name), "\0");
-            let Some(real) = super::table::real_for(&$name::REAL, name) else {
-                return CUDA_ERROR_NOT_INITIALIZED;
-            };
-            let $call = || {
-                // SAFETY: see the module note: `real` is this export's driver function.
-                unsafe {
-                    std::mem::transmute::<usize, unsafe extern "C" fn($($ty),*) -> CUresult>(real)($($arg),*)
-                }
-            };
-            let Some(_guard) = crate::guard::enter() else { return $call() };
-            $body
-        }
-    };
-}
 
 /// Records an allocation whose address the driver wrote through `out`.
 fn after_alloc(r: CUresult, api: A, kind: K, out: u64, size: u64) -> CUresult {

@@ -14,38 +14,22 @@ use std::ffi::{c_ulonglong, c_void};
 use memshim_trace::CopyApi as C;
 
 use super::record::copy;
-use super::{CUresult, CUDA_ERROR_NOT_INITIALIZED};
 use crate::clock;
 
 type Ptr = *mut c_void;
 type CPtr = *const c_void;
 type DevPtr = c_ulonglong;
 
+/// A copy wrapper: times the real call and records it.
 macro_rules! copy_wrapper {
     ($name:ident, $api:expr, ($($arg:ident : $ty:ty),*), dst = $dst:expr, src = $src:expr, size = $size:expr, stream = $stream:expr) => {
-        pub mod $name {
-            //! The real function's slot.
-            pub static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        }
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> CUresult {
-            let name = concat!(stringify!($name), "\0");
-            let Some(real) = super::table::real_for(&$name::REAL, name) else {
-                return CUDA_ERROR_NOT_INITIALIZED;
-            };
-            let call = || {
-                // SAFETY: see the module note.
-                unsafe {
-                    std::mem::transmute::<usize, unsafe extern "C" fn($($ty),*) -> CUresult>(real)($($arg),*)
-                }
-            };
-            let Some(_guard) = crate::guard::enter() else { return call() };
+        wrapper!($name($($arg: $ty),*) |call| {
             let t0 = clock::monotonic_ns();
             let r = call();
             let t1 = clock::monotonic_ns();
             copy($api, $dst as u64, $src as u64, $size as u64, $stream as u64, t0, t1 - t0, r);
             r
-        }
+        });
     };
 }
 

@@ -11,6 +11,33 @@
 //!
 //! The guard is held across the real driver call, so the driver's own mallocs and mmaps are not
 //! reported as the program's. A process that never loads libcuda pays nothing.
+/// Defines an exported driver wrapper named like the driver's export, with the slot for the real
+/// function (`<name>::REAL`). The body runs with the guard held and `call()` makes the real call;
+/// when the thread is already inside the shim the real call is made directly.
+macro_rules! wrapper {
+    ($name:ident ( $($arg:ident : $ty:ty),* ) |$call:ident| $body:block) => {
+        pub mod $name {
+            //! The real function's slot.
+            pub static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $crate::cuda::CUresult {
+            let name = concat!(stringify!($name), "\0");
+            let Some(real) = $crate::cuda::table::real_for(&$name::REAL, name) else {
+                return $crate::cuda::CUDA_ERROR_NOT_INITIALIZED;
+            };
+            let $call = || {
+                // SAFETY: see the module note: `real` is this export's driver function.
+                unsafe {
+                    std::mem::transmute::<usize, unsafe extern "C" fn($($ty),*) -> $crate::cuda::CUresult>(real)($($arg),*)
+                }
+            };
+            let Some(_guard) = crate::guard::enter() else { return $call() };
+            $body
+        }
+    };
+}
+
 pub mod api;
 pub mod copy;
 pub mod dlsym;
