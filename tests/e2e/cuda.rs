@@ -78,6 +78,16 @@ fn device_leaks_through_get_proc_address_and_ptsz() {
     assert_eq!(p["leaks"]["device"]["bytes"], 3313664);
     assert_eq!(d["devices"][0]["device"], 0);
     assert_eq!(d["devices"][0]["total_bytes"], 85899345920u64);
+    // The stand-in's "in use" is exactly what the program holds.
+    assert_eq!(d["devices"][0]["unaccounted_bytes"], 0);
+    let hist: Vec<u64> = d["size_histogram"]
+        .as_array()
+        .expect("size_histogram")
+        .iter()
+        .map(|b| b["count"].as_u64().expect("count"))
+        .collect();
+    assert_eq!(hist, [7, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(d["distinct_sizes"], 4);
     // Nothing the driver does inside a wrapped call is charged to the program's host heap.
     let from_driver = sites(p, "host")
         .iter()

@@ -41,7 +41,16 @@ pub struct PerDevice {
     pub total_bytes: u64,
     /// The least free memory the driver reported.
     pub min_free_bytes: Option<u64>,
+    /// The most memory the driver reported in use (total - free).
+    pub max_used_bytes: u64,
+    /// The most the driver's "in use" exceeded what the program held on this GPU at that moment:
+    /// the CUDA context, other processes, allocations memshim did not see.
+    pub max_unaccounted_bytes: u64,
 }
+
+/// Upper bounds of the device allocation-size histogram (the last bucket is everything above).
+pub const DEVICE_SIZE_BUCKETS: [u64; 6] =
+    [1 << 20, 2 << 20, 20 << 20, 64 << 20, 256 << 20, 1 << 30];
 
 /// The CUDA analysis state.
 #[derive(Default, Debug)]
@@ -69,6 +78,10 @@ pub struct Device {
     pub prefetches: (u64, u64),
     /// Advise calls and bytes.
     pub advises: (u64, u64),
+    /// Device allocations per size bucket (`DEVICE_SIZE_BUCKETS`, then one more for larger).
+    pub size_histogram: [u64; DEVICE_SIZE_BUCKETS.len() + 1],
+    /// How many device allocations there were of each size.
+    pub sizes: HashMap<u64, u64>,
 }
 
 /// Whether a kind is a range of addresses a copy can read or write (physical handles and bare
@@ -93,6 +106,12 @@ impl Device {
             self.ranges.insert(a.addr, (a.addr + a.size, a.kind));
         }
         if on_gpu(a.kind) {
+            let bucket = DEVICE_SIZE_BUCKETS
+                .iter()
+                .position(|&b| a.size <= b)
+                .unwrap_or(DEVICE_SIZE_BUCKETS.len());
+            self.size_histogram[bucket] += 1;
+            *self.sizes.entry(a.size).or_default() += 1;
             self.owner.insert((a.kind, a.addr), (a.device, a.size));
             self.live_bytes += a.size;
             if self.live_bytes > self.peak_bytes {
@@ -166,6 +185,11 @@ impl Device {
         let d = self.devices.entry(m.device).or_default();
         d.total_bytes = m.total;
         d.min_free_bytes = Some(d.min_free_bytes.map_or(m.free, |f| f.min(m.free)));
+        let used = m.total.saturating_sub(m.free);
+        d.max_used_bytes = d.max_used_bytes.max(used);
+        d.max_unaccounted_bytes = d
+            .max_unaccounted_bytes
+            .max(used.saturating_sub(d.live_bytes));
     }
 
     /// A prefetch or advice.
@@ -245,6 +269,20 @@ mod tests {
         assert_eq!(d.failures[0].retried_after_freeing, Some(40 << 20));
         assert_eq!(d.peak_bytes, 40 << 20);
         assert_eq!(d.devices[&0].live_bytes, 32 << 20);
+    }
+
+    #[test]
+    fn driver_in_use_beyond_the_program_is_unaccounted() {
+        let mut d = Device::default();
+        alloc(&mut d, 1, DeviceMemory::Device, 0x1000, 100 << 20, 0);
+        d.mem_info(&MemInfo {
+            device: 0,
+            free: 1000 << 20,
+            total: 1600 << 20,
+        });
+        assert_eq!(d.devices[&0].max_used_bytes, 600 << 20);
+        assert_eq!(d.devices[&0].max_unaccounted_bytes, 500 << 20);
+        assert_eq!(d.size_histogram, [0, 0, 0, 0, 1, 0, 0]);
     }
 
     #[test]

@@ -3,9 +3,9 @@ use memshim_trace::{CudaApi, DeviceMemory};
 
 use super::build::{frames, leak_class};
 use super::model::{
-    DeviceRow, DeviceSection, FailureOut, Finding, KindRow, LeakClass, ManagedHints,
+    DeviceRow, DeviceSection, FailureOut, Finding, KindRow, LeakClass, ManagedHints, SizeBucket,
 };
-use crate::analysis::device::CUDA_ERROR_OUT_OF_MEMORY;
+use crate::analysis::device::{CUDA_ERROR_OUT_OF_MEMORY, DEVICE_SIZE_BUCKETS};
 use crate::render::human_bytes;
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
@@ -98,10 +98,19 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer, leaked_device: &LeakClass) ->
                 },
                 total_bytes: (p.total_bytes > 0).then_some(p.total_bytes),
                 min_free_bytes: p.min_free_bytes,
+                unaccounted_bytes: p.min_free_bytes.map(|_| p.max_unaccounted_bytes),
             })
             .collect(),
         failures,
         mem_info_calls: d.mem_info_calls,
+        size_histogram: DEVICE_SIZE_BUCKETS
+            .iter()
+            .map(|&b| Some(b))
+            .chain([None])
+            .zip(d.size_histogram)
+            .map(|(le_bytes, count)| SizeBucket { le_bytes, count })
+            .collect(),
+        distinct_sizes: d.sizes.len() as u64,
         managed_hints: ManagedHints {
             prefetch_calls: d.prefetches.0,
             prefetch_bytes: d.prefetches.1,
@@ -110,7 +119,23 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer, leaked_device: &LeakClass) ->
         findings: Vec::new(),
     };
     out.findings = findings(&out, leaked_device);
+    out.findings.extend(churn(&out));
     out
+}
+
+/// Many device allocations of many sizes, freed and allocated again: what makes a caching
+/// allocator split blocks and fragment.
+fn churn(s: &DeviceSection) -> Option<Finding> {
+    if s.distinct_sizes < 32 || s.frees < 100 {
+        return None;
+    }
+    Some(Finding {
+        kind: "size_churn",
+        text: format!(
+            "{} device allocations of {} different sizes with {} frees: allocations that keep changing size make a caching allocator split and fragment its blocks; fixed shapes (padding to a few sizes) or PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True help",
+            s.allocations, s.distinct_sizes, s.frees
+        ),
+    })
 }
 
 fn findings(s: &DeviceSection, leaked: &LeakClass) -> Vec<Finding> {
@@ -154,6 +179,16 @@ fn findings(s: &DeviceSection, leaked: &LeakClass) -> Vec<Finding> {
         });
     }
     for d in &s.devices {
+        if let Some(extra) = d.unaccounted_bytes.filter(|&b| b >= 256 << 20) {
+            v.push(Finding {
+                kind: "unaccounted_memory",
+                text: format!(
+                    "on GPU {} the driver reported up to {} more in use than the program held: the CUDA context and libraries' workspaces, other processes on the GPU, or memory allocated where memshim could not see",
+                    d.device,
+                    human_bytes(extra)
+                ),
+            });
+        }
         if let Some(total) = d.total_bytes {
             let frac = d.peak_bytes as f64 / total as f64;
             if frac >= 0.9 {

@@ -171,6 +171,10 @@ pub struct DeviceSection {
     pub failures: Vec<FailureOut>,
     /// `cuMemGetInfo` calls.
     pub mem_info_calls: u64,
+    /// Device allocations by size: `{le_bytes, count}`; the last bucket has `le_bytes` null.
+    pub size_histogram: Vec<SizeBucket>,
+    /// How many different sizes were allocated.
+    pub distinct_sizes: u64,
     pub managed_hints: ManagedHints,
     /// Conclusions in plain words, each with its evidence.
     pub findings: Vec<Finding>,
@@ -200,6 +204,9 @@ pub struct DeviceRow {
     pub total_bytes: Option<u64>,
     /// The least free memory the driver reported; null when never asked.
     pub min_free_bytes: Option<u64>,
+    /// The most the driver reported in use beyond what the program held on this GPU (the CUDA
+    /// context, other processes, memory allocated where memshim could not see); null when never asked.
+    pub unaccounted_bytes: Option<u64>,
 }
 
 /// A failed CUDA call.
