@@ -55,6 +55,24 @@ pub enum Command {
         #[arg(long)]
         quick: bool,
     },
+    /// Export for other tools: collapsed stacks for flame graphs (flamegraph.pl, inferno, speedscope).
+    Export {
+        /// Trace files, or directories of them.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Collapsed stacks, weighted by bytes.
+        #[arg(long, required = true)]
+        collapsed: bool,
+        /// Weight: bytes still live at the end, or bytes allocated over the run.
+        #[arg(long, value_enum, default_value_t = CollapsedBy::Leaked)]
+        by: CollapsedBy,
+        /// Which memory.
+        #[arg(long, value_enum, default_value_t = Memory::Host)]
+        memory: Memory,
+        /// Write to this file instead of standard output.
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+    },
     /// Show a trace's header, event counts, dropped events and whether it is truncated.
     Info {
         /// Trace files, or directories of them.
@@ -72,6 +90,26 @@ pub enum Format {
     Json,
     /// To paste into a bug report.
     Markdown,
+}
+
+/// What collapsed stacks are weighted by.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CollapsedBy {
+    /// Bytes still live at the end.
+    Leaked,
+    /// Bytes allocated over the run.
+    Allocated,
+}
+
+/// Which memory an export covers.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Memory {
+    /// The host heap.
+    Host,
+    /// CUDA device memory.
+    Device,
+    /// Anonymous mappings.
+    Mmap,
 }
 
 #[cfg(test)]

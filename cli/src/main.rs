@@ -35,6 +35,13 @@ fn main() -> ExitCode {
         } => cmd::report::run(&paths, format, top, output.as_deref(), redact).map(|()| 0),
         args::Command::Info { paths } => cmd::info::run(&paths).map(|()| 0),
         args::Command::Bench { output, quick } => cmd::bench::run(output, quick).map(|()| 0),
+        args::Command::Export {
+            paths,
+            collapsed: _,
+            by,
+            memory,
+            output,
+        } => cmd::export::run(&paths, by, memory, output.as_deref()).map(|()| 0),
     };
     match result {
         Ok(code) => ExitCode::from(code),

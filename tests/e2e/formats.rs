@@ -78,3 +78,49 @@ fn redact_hides_home_user_host_and_arguments_in_every_format() {
     let plain = report(&dir, &["--format", "json"], &dir.root);
     assert!(plain.contains("secret-argument"));
 }
+
+#[test]
+fn collapsed_stacks_for_flame_graphs_by_leaked_and_allocated_bytes() {
+    let dir = TestDir::new("collapsed_stacks_for_flame_graphs_by_leaked_and_allocated_bytes");
+    let prog = dir.compile("leaky.c");
+    memshim_run_ok(&dir, &prog, &[] as &[&str]);
+    let export = |by: &str| -> Vec<String> {
+        let out = Command::new(&artifacts().memshim)
+            .args(["export", "--collapsed", "--by", by])
+            .arg(dir.traces())
+            .output()
+            .expect("memshim export runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .expect("utf-8")
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    let leaked = export("leaked");
+    // Root first, leaf last, weight after the last space.
+    let line = leaked
+        .iter()
+        .find(|l| l.ends_with(";main;leak_malloc 300"))
+        .unwrap_or_else(|| panic!("no leak_malloc line in {leaked:#?}"));
+    assert!(line.starts_with("leaky ("), "{line}");
+    assert!(
+        leaked.iter().all(|l| !l.contains(";churn ")),
+        "churn leaks nothing"
+    );
+    let allocated = export("allocated");
+    assert!(
+        allocated.iter().any(|l| l.contains(";main;churn ")),
+        "{allocated:#?}"
+    );
+    assert!(allocated.len() > leaked.len());
+    for l in leaked.iter().chain(&allocated) {
+        let (stack, weight) = l.rsplit_once(' ').expect("a weight");
+        assert!(weight.parse::<u64>().is_ok_and(|w| w > 0), "{l}");
+        assert!(stack.split(';').count() >= 2, "{l}");
+    }
+}

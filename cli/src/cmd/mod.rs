@@ -1,5 +1,6 @@
 //! One file per subcommand.
 pub mod bench;
+pub mod export;
 pub mod info;
 pub mod report;
 pub mod run;
