@@ -55,6 +55,19 @@ pub enum Command {
         #[arg(long)]
         quick: bool,
     },
+    /// What changed between two runs: peaks, leaks by site, transfers.
+    Diff {
+        /// The first run's traces (file or directory).
+        before: PathBuf,
+        /// The second run's traces.
+        after: PathBuf,
+        /// Output format (text or json).
+        #[arg(short, long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Sites shown per process in text output.
+        #[arg(long, default_value_t = 10)]
+        top: usize,
+    },
     /// Export for other tools: collapsed stacks for flame graphs (flamegraph.pl, inferno, speedscope).
     Export {
         /// Trace files, or directories of them.

@@ -35,6 +35,12 @@ fn main() -> ExitCode {
         } => cmd::report::run(&paths, format, top, output.as_deref(), redact).map(|()| 0),
         args::Command::Info { paths } => cmd::info::run(&paths).map(|()| 0),
         args::Command::Bench { output, quick } => cmd::bench::run(output, quick).map(|()| 0),
+        args::Command::Diff {
+            before,
+            after,
+            format,
+            top,
+        } => cmd::diff::run(&before, &after, format, top).map(|()| 0),
         args::Command::Export {
             paths,
             collapsed: _,

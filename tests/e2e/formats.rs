@@ -124,3 +124,70 @@ fn collapsed_stacks_for_flame_graphs_by_leaked_and_allocated_bytes() {
         assert!(stack.split(';').count() >= 2, "{l}");
     }
 }
+
+#[test]
+fn diff_shows_the_site_a_fix_removed() {
+    let dir = TestDir::new("diff_shows_the_site_a_fix_removed");
+    let prog = dir.compile("fixable.c");
+    let run = |arg: &str, out: &str| {
+        let status = Command::new(&artifacts().memshim)
+            .args(["run", "--quiet", "-o"])
+            .arg(dir.path(out))
+            .arg("--")
+            .arg(&prog)
+            .arg(arg)
+            .status()
+            .expect("memshim runs");
+        assert!(status.success());
+    };
+    run("10", "before");
+    run("0", "after");
+    let out = Command::new(&artifacts().memshim)
+        .args(["diff", "--format", "json"])
+        .arg(dir.path("before"))
+        .arg(dir.path("after"))
+        .output()
+        .expect("memshim diff runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(d["schema"], "memshim.diff/1");
+    let p = &d["processes"][0];
+    assert_eq!(p["program"], "fixable");
+    let changed: Vec<(&str, i64, u64, u64)> = p["sites"]
+        .as_array()
+        .expect("sites")
+        .iter()
+        .filter(|s| s["functions"][0] == "leak_per_request")
+        .map(|s| {
+            (
+                s["memory"].as_str().expect("memory"),
+                s["bytes"]["delta"].as_i64().expect("delta"),
+                s["count"]["before"].as_u64().expect("before"),
+                s["count"]["after"].as_u64().expect("after"),
+            )
+        })
+        .collect();
+    assert_eq!(changed, [("host", -10000, 10, 0)]);
+    assert!(
+        p["sites"]
+            .as_array()
+            .expect("sites")
+            .iter()
+            .all(|s| s["functions"][0] != "keep_config"),
+        "keep_config did not change"
+    );
+    assert_eq!(p["leaked_heap"]["delta"], -10000);
+    let text = Command::new(&artifacts().memshim)
+        .arg("diff")
+        .arg(dir.path("before"))
+        .arg(dir.path("after"))
+        .output()
+        .expect("memshim diff runs");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("leak_per_request"), "{text}");
+    assert!(text.contains("(-9.8 KiB)"), "{text}");
+}

@@ -1,5 +1,6 @@
 //! One file per subcommand.
 pub mod bench;
+pub mod diff;
 pub mod export;
 pub mod info;
 pub mod report;

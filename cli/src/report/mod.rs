@@ -2,6 +2,7 @@
 //! (see `docs/report-schema.md`). Fields are only ever added.
 pub mod build;
 pub mod device;
+pub mod diff;
 pub mod growth;
 pub mod model;
 pub mod owner;

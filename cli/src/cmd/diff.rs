@@ -1,0 +1,93 @@
+//! `memshim diff BEFORE AFTER`: what changed between two runs (see `report::diff`).
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+
+use crate::args::Format;
+use crate::render::human_bytes;
+use crate::report::diff::{diff, Change, Diff};
+use crate::{replay, report, traces};
+
+/// Runs the subcommand.
+pub fn run(before: &PathBuf, after: &PathBuf, format: Format, top: usize) -> Result<()> {
+    let load = |p: &PathBuf| -> Result<report::model::Report> {
+        let replayed = traces::collect(std::slice::from_ref(p))?
+            .iter()
+            .map(|f| replay::replay(f))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(report::build::report(replayed))
+    };
+    let d = diff(&load(before)?, &load(after)?);
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    match format {
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut out, &d).map_err(io::Error::other)?;
+            writeln!(out)?;
+        }
+        Format::Text | Format::Markdown => text(&d, top, &mut out)?,
+    }
+    out.flush().context("cannot write the diff")
+}
+
+fn change(c: &Change) -> String {
+    let sign = if c.delta > 0 {
+        "+"
+    } else if c.delta < 0 {
+        "-"
+    } else {
+        "±"
+    };
+    format!(
+        "{} -> {} ({sign}{})",
+        human_bytes(c.before),
+        human_bytes(c.after),
+        human_bytes(c.delta.unsigned_abs())
+    )
+}
+
+fn text(d: &Diff, top: usize, out: &mut dyn Write) -> io::Result<()> {
+    for p in &d.processes {
+        writeln!(
+            out,
+            "== {} (pid {} -> {})",
+            p.program, p.pid_before, p.pid_after
+        )?;
+        writeln!(out, "peak heap:     {}", change(&p.peak_heap))?;
+        writeln!(out, "leaked heap:   {}", change(&p.leaked_heap))?;
+        if p.peak_device.before + p.peak_device.after > 0 {
+            writeln!(out, "peak device:   {}", change(&p.peak_device))?;
+            writeln!(out, "leaked device: {}", change(&p.leaked_device))?;
+        }
+        if p.sites.is_empty() {
+            writeln!(out, "no leak site changed")?;
+        }
+        for s in p.sites.iter().take(top) {
+            writeln!(
+                out,
+                "  {} {} in {} -> {} blocks  {}",
+                s.memory,
+                change(&s.bytes),
+                s.count.before,
+                s.count.after,
+                s.functions
+                    .iter()
+                    .take(4)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" <- ")
+            )?;
+        }
+        for t in p.transfers.iter().filter(|t| t.bytes.delta != 0) {
+            writeln!(out, "  transfers {}: {}", t.kind, change(&t.bytes))?;
+        }
+    }
+    for p in &d.only_before {
+        writeln!(out, "only in the first run: {p}")?;
+    }
+    for p in &d.only_after {
+        writeln!(out, "only in the second run: {p}")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,189 @@
+//! What changed between two runs, for checking a fix: per process (paired by program name, in start
+//! order), the change in peak and leaked memory, the call sites that leak more or less (matched by
+//! their function names, since addresses move between runs), and transfers by kind.
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::model::{FrameOut, LeakClass, Process, Report};
+
+/// Frames that identify a site across runs.
+const KEY_FRAMES: usize = 8;
+
+/// The difference between two reports.
+#[derive(Serialize, Debug)]
+pub struct Diff {
+    pub schema: &'static str,
+    pub processes: Vec<ProcessDiff>,
+    /// Processes present in only one of the runs, by program name.
+    pub only_before: Vec<String>,
+    pub only_after: Vec<String>,
+}
+
+/// One pair of processes.
+#[derive(Serialize, Debug)]
+pub struct ProcessDiff {
+    pub program: String,
+    pub pid_before: u32,
+    pub pid_after: u32,
+    pub peak_heap: Change,
+    pub leaked_heap: Change,
+    pub peak_device: Change,
+    pub leaked_device: Change,
+    /// Sites whose leaked bytes changed, largest change first.
+    pub sites: Vec<SiteChange>,
+    /// Transfer bytes by "direction host_memory".
+    pub transfers: Vec<TransferChange>,
+}
+
+/// A number before and after.
+#[derive(Serialize, Debug, PartialEq)]
+pub struct Change {
+    pub before: u64,
+    pub after: u64,
+    pub delta: i64,
+}
+
+impl Change {
+    fn new(before: u64, after: u64) -> Change {
+        Change {
+            before,
+            after,
+            delta: after as i64 - before as i64,
+        }
+    }
+}
+
+/// A leak site that changed.
+#[derive(Serialize, Debug)]
+pub struct SiteChange {
+    /// "host" or "device".
+    pub memory: &'static str,
+    /// Its innermost function names, innermost first.
+    pub functions: Vec<String>,
+    pub bytes: Change,
+    pub count: Change,
+}
+
+/// Transfers of one kind before and after.
+#[derive(Serialize, Debug)]
+pub struct TransferChange {
+    pub kind: String,
+    pub bytes: Change,
+    pub count: Change,
+}
+
+/// Compares two reports.
+pub fn diff(before: &Report, after: &Report) -> Diff {
+    let mut out = Diff {
+        schema: "memshim.diff/1",
+        processes: Vec::new(),
+        only_before: Vec::new(),
+        only_after: Vec::new(),
+    };
+    let mut unmatched: Vec<&Process> = after.processes.iter().collect();
+    for b in &before.processes {
+        match unmatched.iter().position(|a| program(a) == program(b)) {
+            Some(i) => {
+                let a = unmatched.remove(i);
+                out.processes.push(process(b, a));
+            }
+            None => out.only_before.push(program(b)),
+        }
+    }
+    out.only_after = unmatched.into_iter().map(program).collect();
+    out
+}
+
+fn program(p: &Process) -> String {
+    p.exe.rsplit('/').next().unwrap_or(&p.exe).to_string()
+}
+
+fn process(b: &Process, a: &Process) -> ProcessDiff {
+    let mut sites = Vec::new();
+    for (memory, cb, ca) in [
+        ("host", &b.leaks.host, &a.leaks.host),
+        ("device", &b.leaks.device, &a.leaks.device),
+    ] {
+        let (mb, ma) = (by_key(cb), by_key(ca));
+        let keys: std::collections::BTreeSet<&Vec<String>> = mb.keys().chain(ma.keys()).collect();
+        for k in keys {
+            let (bb, bc) = mb.get(k).copied().unwrap_or((0, 0));
+            let (ab, ac) = ma.get(k).copied().unwrap_or((0, 0));
+            if bb != ab || bc != ac {
+                sites.push(SiteChange {
+                    memory,
+                    functions: k.clone(),
+                    bytes: Change::new(bb, ab),
+                    count: Change::new(bc, ac),
+                });
+            }
+        }
+    }
+    sites.sort_by(|x, y| {
+        y.bytes
+            .delta
+            .unsigned_abs()
+            .cmp(&x.bytes.delta.unsigned_abs())
+    });
+    let transfers_of = |p: &Process| -> BTreeMap<String, (u64, u64)> {
+        p.transfers
+            .summary
+            .iter()
+            .map(|r| {
+                (
+                    format!("{} {}", r.direction, r.host_memory),
+                    (r.bytes, r.count),
+                )
+            })
+            .collect()
+    };
+    let (tb, ta) = (transfers_of(b), transfers_of(a));
+    let kinds: std::collections::BTreeSet<&String> = tb.keys().chain(ta.keys()).collect();
+    let transfers = kinds
+        .into_iter()
+        .map(|k| {
+            let (bb, bc) = tb.get(k).copied().unwrap_or((0, 0));
+            let (ab, ac) = ta.get(k).copied().unwrap_or((0, 0));
+            TransferChange {
+                kind: k.clone(),
+                bytes: Change::new(bb, ab),
+                count: Change::new(bc, ac),
+            }
+        })
+        .collect();
+    ProcessDiff {
+        program: program(b),
+        pid_before: b.pid,
+        pid_after: a.pid,
+        peak_heap: Change::new(b.heap.peak_bytes, a.heap.peak_bytes),
+        leaked_heap: Change::new(own(&b.leaks.host), own(&a.leaks.host)),
+        peak_device: Change::new(b.device.peak_bytes, a.device.peak_bytes),
+        leaked_device: Change::new(b.leaks.device.bytes, a.leaks.device.bytes),
+        sites,
+        transfers,
+    }
+}
+
+fn own(c: &LeakClass) -> u64 {
+    c.bytes - c.driver_bytes
+}
+
+/// The program's sites by their function names: (bytes, count), summed when names coincide.
+fn by_key(c: &LeakClass) -> BTreeMap<Vec<String>, (u64, u64)> {
+    let mut m: BTreeMap<Vec<String>, (u64, u64)> = BTreeMap::new();
+    for s in c.sites.iter().filter(|s| s.owner == "program") {
+        let e = m.entry(key(&s.frames)).or_default();
+        e.0 += s.bytes;
+        e.1 += s.count;
+    }
+    m
+}
+
+fn key(frames: &[FrameOut]) -> Vec<String> {
+    frames
+        .iter()
+        .take(KEY_FRAMES)
+        .map(|f| f.function.clone().unwrap_or_else(|| "??".into()))
+        .collect()
+}
