@@ -68,14 +68,19 @@ pub enum Command {
         #[arg(long, default_value_t = 10)]
         top: usize,
     },
-    /// Export for other tools: collapsed stacks for flame graphs (flamegraph.pl, inferno, speedscope).
+    /// Export for other tools: collapsed stacks for flame graphs (flamegraph.pl, inferno, speedscope),
+    /// or a timeline for the Perfetto UI and chrome://tracing.
+    #[command(group(clap::ArgGroup::new("kind").required(true).args(["collapsed", "perfetto"])))]
     Export {
         /// Trace files, or directories of them.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// Collapsed stacks, weighted by bytes.
-        #[arg(long, required = true)]
+        #[arg(long)]
         collapsed: bool,
+        /// A timeline (Chrome trace-event JSON): memory over time and copies per thread.
+        #[arg(long)]
+        perfetto: bool,
         /// Weight: bytes still live at the end, or bytes allocated over the run.
         #[arg(long, value_enum, default_value_t = CollapsedBy::Leaked)]
         by: CollapsedBy,

@@ -7,6 +7,7 @@ mod analysis;
 mod args;
 mod bench;
 mod cmd;
+mod export;
 mod render;
 mod replay;
 mod report;
@@ -44,10 +45,18 @@ fn main() -> ExitCode {
         args::Command::Export {
             paths,
             collapsed: _,
+            perfetto,
             by,
             memory,
             output,
-        } => cmd::export::run(&paths, by, memory, output.as_deref()).map(|()| 0),
+        } => {
+            let kind = if perfetto {
+                cmd::export::Kind::Perfetto
+            } else {
+                cmd::export::Kind::Collapsed(by, memory)
+            };
+            cmd::export::run(&paths, kind, output.as_deref()).map(|()| 0)
+        }
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -227,7 +227,7 @@ fn apply(r: &mut Replayed, ev: Event) {
         Record::CudaFailure(f) => r.device.failure(ev.t, ev.tid, f),
         Record::MemInfo(m) => r.device.mem_info(&m),
         Record::ManagedHint(h) => r.device.hint(&h),
-        Record::Copy(c) => r.transfers.copy(&c, &r.device, &r.heap),
+        Record::Copy(c) => r.transfers.copy(ev.t, ev.tid, &c, &r.device, &r.heap),
         Record::Sampling(bytes) => r.heap.sample_bytes = bytes,
     }
 }

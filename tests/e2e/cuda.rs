@@ -395,3 +395,45 @@ fn bench_stores_ceilings_and_reports_compare_against_them() {
     assert_eq!(ceiling("DtoD", "device"), gpu["dtod_gbps"]);
     assert!(ceiling("HtoD", "managed").is_null());
 }
+
+#[test]
+fn perfetto_timeline_has_memory_counters_and_every_copy() {
+    let dir = TestDir::new("perfetto_timeline_has_memory_counters_and_every_copy");
+    traced_cuda(&dir, "copies", &[]);
+    let out = Command::new(&artifacts().memshim)
+        .args(["export", "--perfetto"])
+        .arg(dir.traces())
+        .output()
+        .expect("memshim export runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("trace-event JSON");
+    let events = doc["traceEvents"].as_array().expect("traceEvents");
+    let of = |ph: &str, name: &str| {
+        events
+            .iter()
+            .filter(|e| e["ph"] == ph && e["name"] == name)
+            .count()
+    };
+    assert_eq!(of("M", "process_name"), 1);
+    assert!(of("C", "host heap") > 0);
+    assert!(of("C", "device memory") > 0);
+    let copies: Vec<&Value> = events.iter().filter(|e| e["cat"] == "copy").collect();
+    assert_eq!(copies.len(), 2041);
+    let bytes: u64 = copies
+        .iter()
+        .map(|e| e["args"]["bytes"].as_u64().expect("bytes"))
+        .sum();
+    assert_eq!(bytes, 38401024);
+    assert_eq!(
+        copies.iter().filter(|e| e["name"] == "HtoD pinned").count(),
+        10
+    );
+    assert!(copies
+        .iter()
+        .all(|e| e["ts"].as_f64().is_some_and(|t| t >= 0.0)
+            && e["dur"].as_f64().is_some_and(|d| d > 0.0)));
+}

@@ -82,6 +82,8 @@ pub struct Device {
     pub size_histogram: [u64; DEVICE_SIZE_BUCKETS.len() + 1],
     /// How many device allocations there were of each size.
     pub sizes: HashMap<u64, u64>,
+    /// Device bytes live over time (all GPUs).
+    pub series: super::timeline::Series,
 }
 
 /// Whether a kind is a range of addresses a copy can read or write (physical handles and bare
@@ -118,6 +120,7 @@ impl Device {
                 self.peak_bytes = self.live_bytes;
                 self.peak_t = t;
             }
+            self.series.push(t, self.live_bytes);
             let d = self.devices.entry(a.device).or_default();
             d.live_bytes += a.size;
             if d.live_bytes > d.peak_bytes {
@@ -149,6 +152,7 @@ impl Device {
         if freed > 0 && on_gpu(kind) {
             if let Some((dev, size)) = self.owner.remove(&(kind, f.addr)) {
                 self.live_bytes -= size;
+                self.series.push(t, self.live_bytes);
                 if let Some(d) = self.devices.get_mut(&dev) {
                     d.live_bytes -= size;
                 }

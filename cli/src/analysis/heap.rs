@@ -40,6 +40,8 @@ pub struct Heap {
     pub last_t: u64,
     /// Mean bytes between sampled stacks, 0 when every stack was taken.
     pub sample_bytes: u64,
+    /// Live bytes over time.
+    pub series: super::timeline::Series,
 }
 
 impl Heap {
@@ -73,6 +75,7 @@ impl Heap {
             self.peak_bytes = self.live_bytes;
             self.peak_t = t;
         }
+        self.series.push(t, self.live_bytes);
         self.last_alloc.insert(tid, addr);
     }
 
@@ -85,6 +88,7 @@ impl Heap {
         self.last_t = self.last_t.max(t);
         self.frees += 1;
         self.release(block);
+        self.series.push(t, self.live_bytes);
         if realloc {
             self.realloc_freed.insert(tid, (addr, block));
         } else if self.last_alloc.get(&tid) == Some(&addr) {

@@ -4,6 +4,7 @@ pub mod device;
 pub mod growth;
 pub mod heap;
 pub mod mmap;
+pub mod timeline;
 pub mod transfers;
 
 /// What one call site did, by stack id.

@@ -78,17 +78,26 @@ pub struct Transfers {
     pub repeated: HashMap<(u64, u64, u64), u64>,
     /// Copies that failed.
     pub failed: u64,
+    /// The first copies, for timelines: (start ns, duration ns, thread, direction, host memory, bytes).
+    pub timeline: Vec<(u64, u64, u32, Direction, HostMemory, u64)>,
 }
+
+/// Copies kept for timelines.
+pub const TIMELINE_COPIES: usize = 20_000;
 
 impl Transfers {
     /// A copy; `device` knows which addresses are CUDA memory at this moment, `heap` which host
     /// blocks are live.
-    pub fn copy(&mut self, c: &Transfer, device: &Device, heap: &Heap) {
+    pub fn copy(&mut self, t: u64, tid: u32, c: &Transfer, device: &Device, heap: &Heap) {
         if c.result != 0 {
             self.failed += 1;
             return;
         }
         let (dir, host) = classify(c, device);
+        if self.timeline.len() < TIMELINE_COPIES {
+            self.timeline
+                .push((t, c.duration_ns, tid, dir, host, c.size));
+        }
         self.by_kind.entry((dir, host)).or_default().add(c);
         self.by_site.entry((dir, host, c.stack)).or_default().add(c);
         let bucket = SIZE_BUCKETS
@@ -184,7 +193,7 @@ mod tests {
         let mut h = Heap::default();
         h.alloc(0, 1, 0x30_0000, 100, 3);
         let run = |t: &mut Transfers, h: &Heap, api, dst, src, size, ns| {
-            t.copy(&copy(api, dst, src, size, ns), &d, h);
+            t.copy(0, 1, &copy(api, dst, src, size, ns), &d, h);
         };
         run(
             &mut t,

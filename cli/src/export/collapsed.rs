@@ -1,0 +1,70 @@
+//! Collapsed stacks (`root;...;leaf weight` per line), which flamegraph.pl, inferno and speedscope
+//! read, weighted by the bytes still live at the end or allocated over the run.
+use std::io::{self, Write};
+
+use memshim_trace::{DeviceMemory, UNSAMPLED};
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::analysis::SiteStats;
+use crate::args::{CollapsedBy, Memory};
+use crate::replay::Replayed;
+use crate::report::build::frames;
+use crate::report::model::FrameOut;
+use crate::symbolize::Symbolizer;
+
+/// Writes one line per site: `process;outermost;...;innermost weight`.
+pub fn write(t: &Replayed, by: CollapsedBy, memory: Memory, out: &mut dyn Write) -> io::Result<()> {
+    let mut sym = Symbolizer::default();
+    let mut sites: Vec<(u32, SiteStats)> = Vec::new();
+    let mut add =
+        |h: &HashMap<u32, SiteStats>| sites.extend(h.iter().map(|(k, v)| (*k, v.clone())));
+    match memory {
+        Memory::Host => add(t.heap.sites()),
+        Memory::Mmap => add(t.mmap.sites()),
+        Memory::Device => {
+            for k in [DeviceMemory::Device, DeviceMemory::Physical] {
+                if let Some(h) = t.device.kinds.get(&k) {
+                    add(h.sites());
+                }
+            }
+        }
+    }
+    sites.sort_by_key(|(id, _)| *id);
+    let sampled = t.heap.sample_bytes > 0 && memory == Memory::Host;
+    let exe = &t.header.exe;
+    let root = clean(&format!(
+        "{} ({})",
+        exe.rsplit('/').next().unwrap_or(exe),
+        t.header.pid
+    ));
+    for (id, s) in sites {
+        if id == UNSAMPLED {
+            continue;
+        }
+        let weight = match by {
+            CollapsedBy::Leaked if sampled => s.est_live_bytes.round().max(0.0) as u64,
+            CollapsedBy::Leaked => s.live_bytes,
+            CollapsedBy::Allocated => s.allocated_bytes,
+        };
+        if weight == 0 {
+            continue;
+        }
+        let mut line = root.clone();
+        for f in frames(t, &mut sym, id).iter().rev() {
+            line.push(';');
+            line.push_str(&clean(&name(f)));
+        }
+        writeln!(out, "{line} {weight}")?;
+    }
+    Ok(())
+}
+fn name(f: &FrameOut) -> String {
+    f.function
+        .clone()
+        .unwrap_or_else(|| format!("{} {}", f.module.as_deref().unwrap_or("?"), f.address))
+}
+
+/// Semicolons separate frames and the last space separates the weight: keep both out of names.
+fn clean(s: &str) -> String {
+    s.replace(';', ":").replace(['\n', '\r'], " ")
+}

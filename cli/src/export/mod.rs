@@ -1,0 +1,3 @@
+//! Formats other tools open: one file per format.
+pub mod collapsed;
+pub mod perfetto;

@@ -1,0 +1,58 @@
+//! A timeline in the Chrome trace-event JSON format, which the Perfetto UI (ui.perfetto.dev) and
+//! chrome://tracing open: per process, counters of live host heap and device memory over time, and
+//! every copy (the first `TIMELINE_COPIES`) as a slice on its thread's track, named by direction and
+//! host memory, with its bytes.
+use std::io::{self, Write};
+
+use serde_json::{json, Value};
+
+use crate::analysis::transfers::TIMELINE_COPIES;
+use crate::replay::Replayed;
+use crate::report::transfers::{direction_name, host_name};
+
+/// Writes the events of `traces` as one JSON document.
+pub fn write(traces: &[Replayed], out: &mut dyn Write) -> io::Result<()> {
+    let mut events: Vec<Value> = Vec::new();
+    // All processes share one time origin, so a parent and its children line up.
+    let origin = traces
+        .iter()
+        .map(|t| t.header.clock_start_ns)
+        .min()
+        .unwrap_or(0);
+    let us = |ns: u64| ns.saturating_sub(origin) as f64 / 1e3;
+    for t in traces {
+        let pid = t.header.pid;
+        let name = t
+            .header
+            .exe
+            .rsplit('/')
+            .next()
+            .unwrap_or(&t.header.exe)
+            .to_string();
+        events.push(json!({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": format!("{name} ({pid})")}}));
+        for &(ts, bytes) in t.heap.series.points() {
+            events.push(json!({"name": "host heap", "ph": "C", "ts": us(ts), "pid": pid, "args": {"live bytes": bytes}}));
+        }
+        for &(ts, bytes) in t.device.series.points() {
+            events.push(json!({"name": "device memory", "ph": "C", "ts": us(ts), "pid": pid, "args": {"live bytes": bytes}}));
+        }
+        for &(ts, dur, tid, dir, host, size) in &t.transfers.timeline {
+            events.push(json!({
+                "name": format!("{} {}", direction_name(dir), host_name(host)),
+                "cat": "copy",
+                "ph": "X",
+                "ts": us(ts),
+                "dur": (dur as f64 / 1e3).max(0.001),
+                "pid": pid,
+                "tid": tid,
+                "args": {"bytes": size},
+            }));
+        }
+        if t.transfers.timeline.len() == TIMELINE_COPIES {
+            events.push(json!({"name": format!("only the first {TIMELINE_COPIES} copies are shown"), "ph": "i", "s": "p", "ts": us(t.transfers.timeline[TIMELINE_COPIES - 1].0), "pid": pid}));
+        }
+    }
+    let doc = json!({"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"generator": "memshim"}});
+    serde_json::to_writer(&mut *out, &doc).map_err(io::Error::other)?;
+    writeln!(out)
+}
