@@ -108,6 +108,8 @@ pub enum Format {
     Json,
     /// To paste into a bug report.
     Markdown,
+    /// One self-contained page with plots (use with -o report.html).
+    Html,
 }
 
 /// What collapsed stacks are weighted by.

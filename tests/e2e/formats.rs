@@ -191,3 +191,84 @@ fn diff_shows_the_site_a_fix_removed() {
     assert!(text.contains("leak_per_request"), "{text}");
     assert!(text.contains("(-9.8 KiB)"), "{text}");
 }
+
+/// Debian's Chromium, if installed (`.ci/run` installs it; under CI it must be there).
+fn chromium() -> Option<&'static str> {
+    let found = ["chromium", "chromium-browser"].into_iter().find(|c| {
+        Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    if found.is_none() && std::env::var_os("CI").is_some() {
+        panic!("CI must have chromium for the HTML test (.ci/run installs it)");
+    }
+    found
+}
+
+#[test]
+fn html_report_is_self_contained_and_renders_in_chromium() {
+    let dir = TestDir::new("html_report_is_self_contained_and_renders_in_chromium");
+    let prog = dir.compile("growing.c");
+    memshim_run_ok(&dir, &prog, &[] as &[&str]);
+    let page = dir.path("report.html");
+    let out = Command::new(&artifacts().memshim)
+        .args(["report", "--format", "html", "-o"])
+        .arg(&page)
+        .arg(dir.traces())
+        .output()
+        .expect("memshim report runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).expect("the page");
+    assert!(html.contains(
+        "<script id=\"memshim-data\" type=\"application/json\">{\"schema\":\"memshim.report/1\""
+    ));
+    // Nothing is fetched: no external scripts, styles or images.
+    for pattern in ["src=\"http", "href=\"http", "@import", "url(http"] {
+        assert!(!html.contains(pattern), "the page loads {pattern}…");
+    }
+    assert!(html.len() < 2_000_000, "{} bytes", html.len());
+    let Some(browser) = chromium() else {
+        eprintln!("chromium not installed: the page was checked statically only");
+        return;
+    };
+    let run = |args: &[&str]| {
+        Command::new(browser)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+            ])
+            .args(args)
+            .arg(format!("file://{}", page.display()))
+            .output()
+            .expect("chromium runs")
+    };
+    let dom = String::from_utf8_lossy(&run(&["--virtual-time-budget=5000", "--dump-dom"]).stdout)
+        .into_owned();
+    assert!(
+        dom.contains("data-rendered=\"ok\""),
+        "the script did not finish: {}",
+        &dom[..dom.len().min(500)]
+    );
+    assert!(!dom.contains("data-error="), "a script error: {dom}");
+    assert!(dom.contains("<svg") && dom.contains("<path"), "no chart");
+    assert!(dom.contains("host heap peak"), "the peak is not marked");
+    assert!(
+        dom.contains("Growing sites") && dom.contains("step_leak"),
+        "no growth table"
+    );
+    assert!(dom.contains("class=\"flame\""), "no flame graph");
+    let shot = dir.path("report.png");
+    run(&[
+        "--window-size=1200,1600",
+        &format!("--screenshot={}", shot.display()),
+    ]);
+    let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
+    assert!(size > 10_000, "screenshot of {size} bytes");
+}

@@ -26,7 +26,7 @@ pub fn run(before: &PathBuf, after: &PathBuf, format: Format, top: usize) -> Res
             serde_json::to_writer_pretty(&mut out, &d).map_err(io::Error::other)?;
             writeln!(out)?;
         }
-        Format::Text | Format::Markdown => text(&d, top, &mut out)?,
+        Format::Text | Format::Markdown | Format::Html => text(&d, top, &mut out)?,
     }
     out.flush().context("cannot write the diff")
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::args::Format;
-use crate::render::{json::Json, markdown::Markdown, text::Text, Render};
+use crate::render::{html::Html, json::Json, markdown::Markdown, text::Text, Render};
 use crate::{replay, report, traces};
 
 /// Runs the subcommand.
@@ -35,6 +35,7 @@ pub fn run(
         Format::Text => Box::new(Text { top }),
         Format::Json => Box::new(Json),
         Format::Markdown => Box::new(Markdown { top }),
+        Format::Html => Box::new(Html),
     };
     match output {
         Some(path) => {

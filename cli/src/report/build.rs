@@ -5,7 +5,7 @@ use rustc_hash::FxHashMap as HashMap;
 use memshim_trace::EndReason;
 
 use super::model::{
-    Estimate, FrameOut, HeapSummary, LeakClass, Leaks, Process, Report, Site, SCHEMA,
+    Estimate, FrameOut, HeapSummary, LeakClass, Leaks, Process, Report, Site, Timeline, SCHEMA,
 };
 use crate::analysis::{live_sites, SiteStats};
 use crate::replay::Replayed;
@@ -80,6 +80,10 @@ fn process(t: &Replayed) -> Process {
         growth,
         device: device_section,
         transfers,
+        timeline: Timeline {
+            host_live: series(&t.heap.series, t.header.clock_start_ns),
+            device_live: series(&t.device.series, t.header.clock_start_ns),
+        },
     }
 }
 
@@ -137,6 +141,14 @@ pub fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
             module: f.module,
             address: format!("{:#x}", f.address),
         })
+        .collect()
+}
+
+/// A series with times in seconds since the process started.
+fn series(s: &crate::analysis::timeline::Series, start_ns: u64) -> Vec<(f64, u64)> {
+    s.points()
+        .iter()
+        .map(|&(t, v)| (t.saturating_sub(start_ns) as f64 / 1e9, v))
         .collect()
 }
 

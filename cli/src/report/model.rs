@@ -37,6 +37,16 @@ pub struct Process {
     pub growth: GrowthSection,
     pub device: DeviceSection,
     pub transfers: TransfersSection,
+    pub timeline: Timeline,
+}
+
+/// Memory over time, downsampled to at most 2048 points each (the largest value of each interval).
+#[derive(Serialize, Debug, Default)]
+pub struct Timeline {
+    /// [seconds since start, live host heap bytes].
+    pub host_live: Vec<(f64, u64)>,
+    /// [seconds since start, live device bytes, all GPUs].
+    pub device_live: Vec<(f64, u64)>,
 }
 
 /// Copies between host and device.
