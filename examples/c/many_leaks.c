@@ -6,6 +6,7 @@
  * exactly those of an unsampled run; the per-site figures are estimates: `leak_big`'s blocks are far
  * larger than any sane sampling interval, so they are always sampled and estimated exactly.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,5 +39,6 @@ int main(void) {
     leak_many();
     churn_small();
     leak_big();
+    printf("many_leaks: done\n");
     return many[0] == NULL || big[0] == NULL;
 }

@@ -297,14 +297,18 @@ pub fn warn(msg: &str) {
     if WARNED.swap(true, Ordering::Relaxed) {
         return;
     }
-    say(msg);
+    // Problems are always said, quiet or not: a trace that stopped must not go unnoticed.
+    print(msg);
 }
 
-/// Prints `memshim[pid]: msg` on stderr unless quiet.
+/// Prints `memshim[pid]: msg` on stderr unless quiet (the line at exit naming the trace).
 pub fn say(msg: &str) {
-    if config().is_some_and(|c| c.quiet) && !msg.contains("not traced") {
-        return;
+    if !config().is_some_and(|c| c.quiet) {
+        print(msg);
     }
+}
+
+fn print(msg: &str) {
     let line = format!("memshim[{}]: {msg}\n", sys::getpid());
     sys::write_stderr(line.as_bytes());
 }

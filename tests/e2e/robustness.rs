@@ -174,3 +174,48 @@ fn report_on_missing_path() {
         out.describe()
     );
 }
+
+/// A disk that fills (here: a file-size limit, with SIGXFSZ ignored, so the shim's write fails with
+/// EFBIG as it would with ENOSPC): tracing stops with a message, the program runs on unchanged, and
+/// the trace written so far is kept and reported as truncated.
+#[test]
+fn a_full_disk_stops_tracing_but_not_the_program() {
+    use std::os::unix::process::CommandExt;
+    let dir = TestDir::new("a_full_disk_stops_tracing_but_not_the_program");
+    let prog = dir.compile("many_leaks.c");
+    let mut cmd = std::process::Command::new(&artifacts().memshim);
+    cmd.args(["run", "--quiet", "-o"])
+        .arg(dir.traces())
+        .arg("--")
+        .arg(&prog);
+    // SAFETY: between fork and exec only async-signal-safe calls are made: setrlimit and signal.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 64 << 10,
+                rlim_max: 64 << 10,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &limit);
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let out = cmd.output().expect("memshim runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "many_leaks: done\n");
+    assert!(
+        stderr.contains("cannot write the trace file")
+            && stderr.contains("tracing stopped, the program continues"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one warning, once: {stderr}");
+    let report = report_json(&dir.traces());
+    let p = process_by_exe(&report, "many_leaks");
+    assert_eq!(p["truncated"], true, "{}", dump(p));
+    assert!(p["heap"]["allocations"].as_u64().is_some_and(|n| n > 0));
+    let size = std::fs::metadata(trace_files(&dir.traces())[0].clone())
+        .expect("trace")
+        .len();
+    assert!(size <= 64 << 10, "{size}");
+}
