@@ -6,8 +6,6 @@
 //!
 //! Never: block the host forever. Producers wait on a full channel (backpressure), but the writer
 //! never waits on them, and every wait at exit has a deadline.
-use std::fs::File;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -160,7 +158,7 @@ fn open_trace() -> Result<(), String> {
         stack_depth: cfg.stack_depth as u32,
         forked: FORKED.load(Ordering::Relaxed),
     };
-    let (file, path): (File, PathBuf) = output::create(&cfg.output_dir, &exe, pid)?;
+    let (file, path) = output::create(&cfg.output_dir, &exe, pid)?;
     let out = TraceWriter::new(file, &header, cfg.compress)
         .map_err(|e| format!("cannot write the trace file {}: {e}", path.display()))?;
     let initial_modules = modules::scan(&exe);

@@ -4,7 +4,6 @@
 //! Never: call into the loader (`dl_iterate_phdr`, `dlsym`) while producers may be waiting on it, or
 //! block on anything a producer could hold. Its own allocations go through the shim's allocator.
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
 use std::io;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -17,6 +16,7 @@ use memshim_trace::{
 
 use crate::config::Config;
 use crate::msg::{CudaMsg, Msg};
+use crate::output::TraceFile;
 use crate::{clock, session, symbolize};
 
 /// At most this long between two frames on disk.
@@ -34,7 +34,7 @@ pub fn spawn(w: Writer) -> io::Result<()> {
 /// The writer's state.
 pub struct Writer {
     rx: Option<Receiver<Msg>>,
-    out: TraceWriter<File>,
+    out: TraceWriter<TraceFile>,
     path: PathBuf,
     cfg: Config,
     pid: u32,
@@ -49,7 +49,7 @@ impl Writer {
     /// A writer for `path`, which already holds the header.
     pub fn new(
         rx: Receiver<Msg>,
-        out: TraceWriter<File>,
+        out: TraceWriter<TraceFile>,
         path: PathBuf,
         initial_modules: Vec<Module>,
         cfg: Config,
