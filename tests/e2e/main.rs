@@ -11,4 +11,5 @@ mod heap;
 mod process;
 mod report;
 mod robustness;
+mod schema;
 mod util;

@@ -32,6 +32,12 @@ fn u(v: &Value, key: &str) -> u64 {
 
 /// The contract's invariants for every report: schema, fields, sites sorted by bytes, totals.
 pub fn check_shape(report: &Value) {
+    let errors = crate::schema::errors(report);
+    assert!(
+        errors.is_empty(),
+        "the report departs from docs/report.schema.json:\n{}",
+        errors.join("\n")
+    );
     assert_eq!(report["schema"], "memshim.report/1", "schema of {report}");
     for p in processes(report) {
         for key in ["pid", "ppid"] {
