@@ -30,7 +30,46 @@ pub fn human_bytes(n: u64) -> String {
 }
 
 #[cfg(test)]
+mod fixture;
+
+#[cfg(test)]
 mod tests {
+    use super::Render;
+
+    /// Compares a renderer's output for the fixture report with its committed snapshot;
+    /// `UPDATE_SNAPSHOTS=1 cargo test` rewrites the snapshots after an intended change.
+    fn snapshot(name: &str, renderer: &dyn Render) {
+        let mut out = Vec::new();
+        renderer
+            .render(&super::fixture::report(), &mut out)
+            .unwrap();
+        let got = String::from_utf8(out).unwrap();
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("src/render/snapshots")
+            .join(name);
+        if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &got).unwrap();
+        }
+        let want = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}; run with UPDATE_SNAPSHOTS=1", path.display()));
+        assert_eq!(
+            got, want,
+            "{} changed; if that is intended, run with UPDATE_SNAPSHOTS=1",
+            name
+        );
+    }
+
+    #[test]
+    fn text_snapshot() {
+        snapshot("fixture.txt", &super::text::Text { top: 10 });
+    }
+
+    #[test]
+    fn markdown_snapshot() {
+        snapshot("fixture.md", &super::markdown::Markdown { top: 10 });
+    }
+
     #[test]
     fn human_bytes() {
         assert_eq!(super::human_bytes(0), "0 B");

@@ -16,14 +16,51 @@ const FRAMES_SHOWN: usize = 8;
 
 impl Render for Text {
     fn render(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
+        if report.processes.len() > 1 {
+            overview(report, out)?;
+        }
         for (i, p) in report.processes.iter().enumerate() {
-            if i > 0 {
+            if i > 0 || report.processes.len() > 1 {
                 writeln!(out)?;
             }
             self.process(p, out)?;
         }
         Ok(())
     }
+}
+
+/// One line per process, before the details: how a job's processes compare at a glance.
+fn overview(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "{:>8} {:>8}  {:<20} {:<10} {:>10} {:>11} {:>11} {:>12}",
+        "pid", "parent", "program", "role", "seconds", "peak heap", "leaked", "peak device"
+    )?;
+    let pids: Vec<u32> = report.processes.iter().map(|p| p.pid).collect();
+    for p in &report.processes {
+        let program = p.exe.rsplit('/').next().unwrap_or(&p.exe);
+        let role = if p.forked {
+            "fork child"
+        } else if pids.contains(&p.ppid) {
+            "child"
+        } else {
+            "main"
+        };
+        let end = if p.truncated { " TRUNCATED" } else { "" };
+        writeln!(
+            out,
+            "{:>8} {:>8}  {:<20} {:<10} {:>10.3} {:>11} {:>11} {:>12}{end}",
+            p.pid,
+            p.ppid,
+            program.chars().take(20).collect::<String>(),
+            role,
+            p.duration_s,
+            human_bytes(p.heap.peak_bytes),
+            human_bytes(p.leaks.host.bytes - p.leaks.host.driver_bytes),
+            human_bytes(p.device.peak_bytes)
+        )?;
+    }
+    Ok(())
 }
 
 impl Text {
@@ -197,14 +234,19 @@ impl Text {
             )?;
         }
         self.leaks("leaked device memory", "blocks", &p.leaks.device, out)?;
-        self.leaks("leaked managed memory", "blocks", &p.leaks.managed, out)?;
-        self.leaks("leaked pinned host memory", "blocks", &p.leaks.pinned, out)?;
-        self.leaks(
-            "host memory still registered",
-            "ranges",
-            &p.leaks.registered,
-            out,
-        )?;
+        for (title, unit, class) in [
+            ("leaked managed memory", "blocks", &p.leaks.managed),
+            ("leaked pinned host memory", "blocks", &p.leaks.pinned),
+            (
+                "host memory still registered",
+                "ranges",
+                &p.leaks.registered,
+            ),
+        ] {
+            if class.count > 0 {
+                self.leaks(title, unit, class, out)?;
+            }
+        }
         for f in &d.findings {
             writeln!(out, "  finding: {}", f.text)?;
         }

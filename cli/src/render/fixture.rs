@@ -1,0 +1,174 @@
+//! One fixture report for the renderers' snapshot tests: a process with host leaks, a truncated fork
+//! child, device memory with a failure, transfers and growth.
+use crate::report::model::*;
+
+fn frame(function: &str, file: &str, line: u32) -> FrameOut {
+    FrameOut {
+        kind: "native",
+        function: Some(function.into()),
+        file: Some(format!("/src/{file}")),
+        line: Some(line),
+        module: Some("/app/train".into()),
+        address: "0x401234".into(),
+    }
+}
+
+fn site(bytes: u64, count: u64, frames: Vec<FrameOut>) -> Site {
+    Site {
+        owner: "program",
+        bytes,
+        count,
+        allocations: count * 2,
+        allocated_bytes: bytes * 2,
+        estimated: None,
+        frames,
+    }
+}
+
+fn class(sites: Vec<Site>) -> LeakClass {
+    LeakClass {
+        bytes: sites.iter().map(|s| s.bytes).sum(),
+        count: sites.iter().map(|s| s.count).sum(),
+        sites,
+        ..LeakClass::default()
+    }
+}
+
+fn heap(peak: u64) -> HeapSummary {
+    HeapSummary {
+        allocations: 1200,
+        frees: 1100,
+        allocated_bytes: 3 << 20,
+        peak_bytes: peak,
+        peak_time_s: 0.5,
+        live_bytes: 4396,
+        live_count: 100,
+        temporary_allocations: 40,
+    }
+}
+
+fn process(pid: u32, argv: &[&str]) -> Process {
+    Process {
+        pid,
+        ppid: 1,
+        exe: "/app/train".into(),
+        argv: argv.iter().map(|s| s.to_string()).collect(),
+        hostname: "gpu-host".into(),
+        trace: format!("/traces/train.{pid}.mshim"),
+        start_unix_ns: 1_700_000_000_000_000_000,
+        duration_s: 2.25,
+        forked: false,
+        truncated: false,
+        end: Some("exit"),
+        dropped_events: 0,
+        sampling_bytes: None,
+        notes: Vec::new(),
+        heap: heap(1 << 20),
+        leaks: Leaks {
+            host: LeakClass::default(),
+            mmap: LeakClass::default(),
+            device: LeakClass::default(),
+            managed: LeakClass::default(),
+            pinned: LeakClass::default(),
+            registered: LeakClass::default(),
+        },
+        growth: GrowthSection::default(),
+        device: DeviceSection::default(),
+        transfers: TransfersSection::default(),
+        timeline: Timeline::default(),
+    }
+}
+
+/// The fixture.
+pub fn report() -> Report {
+    let mut main = process(100, &["./train", "--epochs", "3"]);
+    main.leaks.host = class(vec![
+        site(
+            4096,
+            1,
+            vec![
+                frame("load_vocab", "data.c", 41),
+                frame("main", "train.c", 12),
+            ],
+        ),
+        site(
+            300,
+            3,
+            vec![
+                frame("make_batch", "data.c", 77),
+                frame("main", "train.c", 20),
+            ],
+        ),
+    ]);
+    main.leaks.device = class(vec![site(
+        64 << 20,
+        4,
+        vec![frame("alloc_activations", "model.cu", 9)],
+    )]);
+    main.device = DeviceSection {
+        seen: true,
+        allocations: 10,
+        frees: 6,
+        allocated_bytes: 160 << 20,
+        live_bytes: 64 << 20,
+        peak_bytes: 96 << 20,
+        peak_time_s: 1.5,
+        failures: vec![FailureOut {
+            api: "cuMemAlloc".into(),
+            size: 32 << 20,
+            result: 2,
+            error: "CUDA_ERROR_OUT_OF_MEMORY".into(),
+            device: 0,
+            time_s: 1.25,
+            live_device_bytes: 96 << 20,
+            retried_after_freeing: true,
+            freed_before_retry: 32 << 20,
+            frames: vec![frame("alloc_activations", "model.cu", 9)],
+        }],
+        findings: vec![Finding {
+            kind: "out_of_memory",
+            text: "1 device allocations failed with out-of-memory; retried after freeing 32.0 MiB"
+                .into(),
+        }],
+        ..DeviceSection::default()
+    };
+    main.transfers.summary = vec![TransferRow {
+        direction: "HtoD",
+        host_memory: "pageable",
+        count: 50,
+        bytes: 50 << 20,
+        seconds: Some(0.25),
+        gbps: Some(0.21),
+        ceiling_gbps: None,
+        async_count: 10,
+        async_blocked_seconds: 0.125,
+    }];
+    main.growth.host = vec![GrowthSite {
+        from_bytes: 1 << 10,
+        from_time_s: 0.25,
+        to_bytes: 1 << 20,
+        to_time_s: 2.0,
+        rate_bytes_per_s: 598_601.0,
+        live_bytes: 1 << 20,
+        frames: vec![
+            frame("cache_result", "train.c", 55),
+            frame("main", "train.c", 30),
+        ],
+    }];
+    let mut child = process(101, &["./train", "--worker"]);
+    child.ppid = 100;
+    child.forked = true;
+    child.truncated = true;
+    child.end = None;
+    child.dropped_events = 7;
+    child.notes = vec!["the trace ends without the shim closing it".into()];
+    child.leaks.host = class(vec![site(
+        512,
+        1,
+        vec![frame("worker_loop", "worker.c", 8)],
+    )]);
+    Report {
+        schema: SCHEMA,
+        processes: vec![main, child],
+    }
+}
