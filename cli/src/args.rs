@@ -44,6 +44,12 @@ pub enum Command {
         /// Hide home directories, the user and host names and the command's arguments.
         #[arg(long)]
         redact: bool,
+        /// Only these processes (repeat for several).
+        #[arg(long = "pid")]
+        pids: Vec<u32>,
+        /// Leave out sites holding fewer bytes than this.
+        #[arg(long, default_value_t = 0)]
+        min_bytes: u64,
     },
     /// Measure this machine's ceilings (host memory bandwidth; GPU copy bandwidth from pageable and
     /// pinned memory) and store them, so reports compare achieved bandwidth against them.

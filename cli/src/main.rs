@@ -33,7 +33,17 @@ fn main() -> ExitCode {
             top,
             output,
             redact,
-        } => cmd::report::run(&paths, format, top, output.as_deref(), redact).map(|()| 0),
+            pids,
+            min_bytes,
+        } => {
+            let view = cmd::report::View {
+                format,
+                top,
+                redact,
+                filter: report::filter::Filter { pids, min_bytes },
+            };
+            cmd::report::run(&paths, &view, output.as_deref()).map(|()| 0)
+        }
         args::Command::Info { paths } => cmd::info::run(&paths).map(|()| 0),
         args::Command::Bench { output, quick } => cmd::bench::run(output, quick).map(|()| 0),
         args::Command::Diff {

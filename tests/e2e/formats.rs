@@ -272,3 +272,49 @@ fn html_report_is_self_contained_and_renders_in_chromium() {
     let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
     assert!(size > 10_000, "screenshot of {size} bytes");
 }
+
+#[test]
+fn pid_and_min_bytes_filters() {
+    let dir = TestDir::new("pid_and_min_bytes_filters");
+    let prog = dir.compile("fork.c");
+    memshim_run_ok(&dir, &prog, &[] as &[&str]);
+    let all: Value =
+        serde_json::from_str(&report(&dir, &["--format", "json"], &dir.root)).expect("JSON");
+    let procs = all["processes"].as_array().expect("processes");
+    assert_eq!(procs.len(), 2);
+    let child = procs
+        .iter()
+        .find(|p| p["forked"] == true)
+        .expect("the child");
+    let pid = child["pid"].to_string();
+    let one: Value = serde_json::from_str(&report(
+        &dir,
+        &["--format", "json", "--pid", &pid],
+        &dir.root,
+    ))
+    .expect("JSON");
+    let kept = one["processes"].as_array().expect("processes");
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0]["pid"], child["pid"]);
+    let big: Value = serde_json::from_str(&report(
+        &dir,
+        &["--format", "json", "--min-bytes", "200"],
+        &dir.root,
+    ))
+    .expect("JSON");
+    for p in big["processes"].as_array().expect("processes") {
+        for s in p["leaks"]["host"]["sites"].as_array().expect("sites") {
+            assert!(s["bytes"].as_u64().expect("bytes") >= 200, "{s}");
+        }
+    }
+    // The child's 222 B site stays, the parent's 111 B one goes; totals are unchanged.
+    let text = report(&dir, &["--min-bytes", "200"], &dir.root);
+    assert!(
+        text.contains("child_leak") && !text.contains("parent_leak"),
+        "{text}"
+    );
+    assert!(
+        text.contains("fork child"),
+        "the overview table names the child: {text}"
+    );
+}

@@ -9,14 +9,17 @@ use crate::args::Format;
 use crate::render::{html::Html, json::Json, markdown::Markdown, text::Text, Render};
 use crate::{replay, report, traces};
 
+/// How the report is shown.
+pub struct View {
+    pub format: Format,
+    pub top: usize,
+    pub redact: bool,
+    pub filter: report::filter::Filter,
+}
+
 /// Runs the subcommand.
-pub fn run(
-    paths: &[PathBuf],
-    format: Format,
-    top: usize,
-    output: Option<&Path>,
-    redact: bool,
-) -> Result<()> {
+pub fn run(paths: &[PathBuf], view: &View, output: Option<&Path>) -> Result<()> {
+    let (format, top) = (view.format, view.top);
     let files = traces::collect(paths)?;
     let mut replayed = Vec::with_capacity(files.len());
     for f in &files {
@@ -27,7 +30,8 @@ pub fn run(
         replayed.push(r);
     }
     let mut model = report::build::report(replayed);
-    if redact {
+    report::filter::apply(&mut model, &view.filter);
+    if view.redact {
         let r = report::redact::Redactions::from_env(&model);
         report::redact::redact(&mut model, &r);
     }

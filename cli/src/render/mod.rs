@@ -32,6 +32,12 @@ pub fn human_bytes(n: u64) -> String {
 #[cfg(test)]
 mod fixture;
 
+/// The fixture report of the renderers' tests, for other modules' tests.
+#[cfg(test)]
+pub fn fixture_report() -> crate::report::model::Report {
+    fixture::report()
+}
+
 #[cfg(test)]
 mod tests {
     use super::Render;

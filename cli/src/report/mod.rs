@@ -3,6 +3,7 @@
 pub mod build;
 pub mod device;
 pub mod diff;
+pub mod filter;
 pub mod growth;
 pub mod model;
 pub mod owner;
