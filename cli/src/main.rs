@@ -8,6 +8,7 @@ mod args;
 mod bench;
 mod cmd;
 mod export;
+mod progress;
 mod render;
 mod replay;
 mod report;

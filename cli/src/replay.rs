@@ -88,8 +88,10 @@ pub fn kind_name(r: &Record) -> &'static str {
 /// before it (marked truncated, with the reason in `corrupt`); an unreadable header is an error.
 pub fn replay(path: &Path) -> Result<Replayed> {
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let mut reader = TraceReader::new(BufReader::with_capacity(1 << 20, file))
-        .with_context(|| format!("cannot read {}", path.display()))?;
+    let progress = crate::progress::for_file(path, &file);
+    let input = progress.wrap_read(BufReader::with_capacity(1 << 20, file));
+    let mut reader =
+        TraceReader::new(input).with_context(|| format!("cannot read {}", path.display()))?;
     let mut r = Replayed {
         path: path.to_path_buf(),
         header: reader.header().clone(),
@@ -134,6 +136,7 @@ pub fn replay(path: &Path) -> Result<Replayed> {
         }
         None => bail!("the reader of {} stopped unexpectedly", path.display()),
     };
+    progress.finish_and_clear();
     r.corrupt = corrupt;
     r.truncated = truncated || r.corrupt.is_some();
     Ok(r)
