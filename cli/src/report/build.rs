@@ -83,6 +83,7 @@ fn process(t: &Replayed) -> Process {
         timeline: Timeline {
             host_live: series(&t.heap.series, t.header.clock_start_ns),
             device_live: series(&t.device.series, t.header.clock_start_ns),
+            transfers: super::transfers::bandwidth(t),
         },
     }
 }

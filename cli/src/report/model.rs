@@ -47,6 +47,18 @@ pub struct Timeline {
     pub host_live: Vec<(f64, u64)>,
     /// [seconds since start, live device bytes, all GPUs].
     pub device_live: Vec<(f64, u64)>,
+    /// Copy bandwidth over time, one series per kind of copy: bytes moved per second in each of up
+    /// to 200 equal intervals of the copying period.
+    pub transfers: Vec<BandwidthSeries>,
+}
+
+/// Bandwidth of one kind of copy over time.
+#[derive(Serialize, Debug)]
+pub struct BandwidthSeries {
+    /// "HtoD pageable", "DtoH pinned", ...
+    pub kind: String,
+    /// [interval start in seconds since start, bytes per second].
+    pub points: Vec<(f64, f64)>,
 }
 
 /// Copies between host and device.

@@ -1,6 +1,8 @@
 //! The transfers section: copies by direction and host memory, their sites, sizes and findings.
 use super::build::frames;
-use super::model::{Finding, SizeBucket, TransferRow, TransferSite, TransfersSection};
+use super::model::{
+    BandwidthSeries, Finding, SizeBucket, TransferRow, TransferSite, TransfersSection,
+};
 use super::owner::first_program_function;
 use crate::analysis::transfers::{Direction, HostMemory, Totals, SIZE_BUCKETS};
 use crate::render::human_bytes;
@@ -219,6 +221,53 @@ fn findings(t: &Replayed, sites: &[TransferSite]) -> Vec<Finding> {
         });
     }
     v
+}
+
+/// Intervals of the bandwidth series.
+const BANDWIDTH_BUCKETS: u64 = 200;
+
+/// Copy bandwidth over time per kind of copy, from the copies kept for timelines: each copy's bytes
+/// are spread over the intervals its duration covers.
+pub fn bandwidth(t: &Replayed) -> Vec<BandwidthSeries> {
+    let copies = &t.transfers.timeline;
+    let (Some(first), Some(last)) = (
+        copies.iter().map(|c| c.0).min(),
+        copies.iter().map(|c| c.0 + c.1).max(),
+    ) else {
+        return Vec::new();
+    };
+    let width = (last.saturating_sub(first) / BANDWIDTH_BUCKETS).max(1000);
+    let buckets = ((last - first) / width + 1) as usize;
+    let mut by_kind: std::collections::BTreeMap<(Direction, HostMemory), Vec<f64>> =
+        Default::default();
+    for &(start, dur, _tid, dir, host, size) in copies {
+        let v = by_kind
+            .entry((dir, host))
+            .or_insert_with(|| vec![0.0; buckets]);
+        let (from, to) = (start - first, start - first + dur.max(1));
+        let (b0, b1) = (
+            (from / width) as usize,
+            (((to - 1) / width) as usize).min(buckets - 1),
+        );
+        let per_ns = size as f64 / (to - from) as f64;
+        for (b, slot) in v.iter_mut().enumerate().take(b1 + 1).skip(b0) {
+            let lo = from.max(b as u64 * width);
+            let hi = to.min((b as u64 + 1) * width);
+            *slot += per_ns * hi.saturating_sub(lo) as f64;
+        }
+    }
+    let secs = |ns: u64| ns.saturating_sub(t.header.clock_start_ns) as f64 / 1e9;
+    by_kind
+        .into_iter()
+        .map(|((d, h), v)| BandwidthSeries {
+            kind: format!("{} {}", direction_name(d), host_name(h)),
+            points: v
+                .into_iter()
+                .enumerate()
+                .map(|(i, bytes)| (secs(first + i as u64 * width), bytes / (width as f64 / 1e9)))
+                .collect(),
+        })
+        .collect()
 }
 
 /// The JSON name of a direction.
