@@ -333,8 +333,10 @@ fn copies_by_direction_and_host_memory_exactly() {
         .map(|b| b["count"].as_u64().expect("count"))
         .sum();
     assert_eq!(hist, 2041);
-    // Bandwidth over time, one series per kind of copy, whose bytes add up to the copies'.
-    let bw = p["timeline"]["transfers"].as_array().expect("timeline.transfers");
+    // Bandwidth over time: one series per kind of copy.
+    let bw = p["timeline"]["transfers"]
+        .as_array()
+        .expect("timeline.transfers");
     assert_eq!(bw.len(), 6);
     assert!(bw.iter().any(|s| s["kind"] == "HtoD pinned"));
 }
