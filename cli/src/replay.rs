@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::SyncSender;
 
 use anyhow::{bail, Context, Result};
-use memshim_trace::{End, Event, Header, Module, Record, SymFrame, TraceReader};
+use memshim_trace::{Counter, End, Event, Header, Module, NumaNode, Record, SymFrame, TraceReader};
 
+use crate::analysis::fragmentation::Fragmentation;
 use crate::analysis::{device::Device, heap::Heap, mmap::Mappings, transfers::Transfers};
 
 /// A module as loaded, with when it was loaded and unloaded.
@@ -57,6 +58,12 @@ pub struct Replayed {
     pub device: Device,
     /// The copies.
     pub transfers: Transfers,
+    /// The machine's NUMA nodes.
+    pub topology: Vec<NumaNode>,
+    /// Heap fragmentation from the C library's statistics.
+    pub fragmentation: Fragmentation,
+    /// Performance counters at the end.
+    pub counters: Vec<Counter>,
 }
 
 /// The name of a record kind, for counts.
@@ -81,6 +88,9 @@ pub fn kind_name(r: &Record) -> &'static str {
         Record::ManagedHint(_) => "managed_hint",
         Record::Copy(_) => "copy",
         Record::Sampling(_) => "sampling",
+        Record::Topology(_) => "topology",
+        Record::HeapStats(_) => "heap_stats",
+        Record::Counters(_) => "counters",
     }
 }
 
@@ -109,6 +119,9 @@ pub fn replay(path: &Path) -> Result<Replayed> {
         mmap: Mappings::default(),
         device: Device::default(),
         transfers: Transfers::default(),
+        topology: Vec::new(),
+        fragmentation: Fragmentation::default(),
+        counters: Vec::new(),
     };
     // Decoding (decompression, bincode) runs on its own thread, one frame's events at a time, while
     // this one analyses: the two halves of a replay take about as long as each other.
@@ -232,5 +245,8 @@ fn apply(r: &mut Replayed, ev: Event) {
         Record::ManagedHint(h) => r.device.hint(&h),
         Record::Copy(c) => r.transfers.copy(ev.t, ev.tid, &c, &r.device, &r.heap),
         Record::Sampling(bytes) => r.heap.sample_bytes = bytes,
+        Record::Topology(nodes) => r.topology = nodes,
+        Record::HeapStats(h) => r.fragmentation.sample(ev.t, &h),
+        Record::Counters(c) => r.counters = c,
     }
 }

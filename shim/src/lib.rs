@@ -27,9 +27,11 @@
 mod bootstrap;
 mod clock;
 mod config;
+mod counters;
 mod cuda;
 mod global_alloc;
 mod guard;
+mod heapstats;
 #[cfg(not(test))]
 mod hooks;
 mod modules;
@@ -45,6 +47,7 @@ mod stacks;
 mod symbolize;
 mod sys;
 mod threads;
+mod topology;
 mod unwind;
 mod writer;
 

@@ -42,6 +42,8 @@ pub enum Msg {
     },
     /// The frames of a stack hash seen for the first time.
     Stack { hash: u64, frames: Box<[u64]> },
+    /// A record written as it is, with no thread and the current time (samples, counters).
+    Record(Record),
     /// The module map changed; this is the whole new map.
     Modules(Vec<Module>),
     /// A CUDA event; its record's stack field is filled in by the writer from `stack`.

@@ -1,10 +1,12 @@
-//! The sampler thread: every 100 ms it checks whether the module map changed (dlopen, dlclose) and
-//! sends the new map. It is the only place, besides start and exit, that walks the loader's list, so
-//! the writer never has to.
+//! The sampler thread: every 100 ms it samples the C library's heap statistics and the resident set,
+//! and checks whether the module map changed (dlopen, dlclose) and sends the new map. It is the only
+//! place, besides start and exit, that walks the loader's list, so the writer never has to.
 use std::io;
 use std::time::Duration;
 
 use crossbeam_channel::Sender;
+
+use memshim_trace::Record;
 
 use crate::msg::Msg;
 use crate::{modules, sys};
@@ -19,6 +21,12 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
         loop {
             std::thread::sleep(PERIOD);
             if sys::getpid() != pid {
+                return;
+            }
+            if tx
+                .send(Msg::Record(Record::HeapStats(crate::heapstats::sample())))
+                .is_err()
+            {
                 return;
             }
             let now = modules::counters();

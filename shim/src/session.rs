@@ -68,6 +68,7 @@ pub fn init() {
     MMAP_ON.store(cfg.mmap, Ordering::Relaxed);
     CUDA_ON.store(cfg.cuda, Ordering::Relaxed);
     sys::atfork_child(after_fork_in_child);
+    crate::counters::open();
     STATE.store(STARTING, Ordering::SeqCst);
     begin();
 }
@@ -239,6 +240,11 @@ pub fn finish(reason: EndReason) -> bool {
     }
     // The loader's lock is free here (glibc releases it before running destructors).
     send(Msg::Modules(modules::scan(&exe_path())));
+    if !FORKED.load(Ordering::Relaxed) {
+        send(Msg::Record(memshim_trace::Record::Counters(
+            crate::counters::read(),
+        )));
+    }
     let (ack_tx, ack_rx) = bounded(1);
     send(Msg::Shutdown {
         reason,

@@ -67,6 +67,14 @@ impl Writer {
             dropped_written: 0,
             events: 0,
         };
+        let topology = w.out.push(&Event {
+            t: clock::monotonic_ns(),
+            tid: 0,
+            record: Record::Topology(crate::topology::read()),
+        });
+        if let Err(e) = topology {
+            w.fail(&e);
+        }
         let sampling = crate::sampling::mean();
         let first = if sampling > 0 {
             w.out.push(&Event {
@@ -201,6 +209,7 @@ impl Writer {
                 }
                 (t, tid, record)
             }
+            Msg::Record(record) => (clock::monotonic_ns(), 0, record),
             Msg::Modules(mods) => {
                 self.update_modules(mods)?;
                 return Ok(None);

@@ -27,9 +27,10 @@ pub use error::Error;
 pub use header::{Clock, Header, FORMAT_VERSION, MAGIC};
 pub use reader::TraceReader;
 pub use record::{
-    Alloc, AllocFn, CopyApi, CudaApi, CudaFailure, DeviceAlloc, DeviceFree, DeviceMemory, End,
-    EndReason, Event, Free, ManagedHint, Map, MapFn, MemInfo, Module, ModuleUnload, Note,
-    ReallocFailed, Record, Segment, StackDef, SymFrame, Symbol, Transfer, Unmap, UNSAMPLED,
+    Alloc, AllocFn, CopyApi, Counter, CudaApi, CudaFailure, DeviceAlloc, DeviceFree, DeviceMemory,
+    End, EndReason, Event, Free, HeapStats, ManagedHint, Map, MapFn, MemInfo, Module, ModuleUnload,
+    Note, NumaNode, ReallocFailed, Record, Segment, StackDef, SymFrame, Symbol, Transfer, Unmap,
+    UNSAMPLED,
 };
 pub use writer::TraceWriter;
 

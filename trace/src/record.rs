@@ -56,6 +56,12 @@ pub enum Record {
     ManagedHint(ManagedHint),
     /// A memory copy through the driver; the event time is when the call started.
     Copy(Transfer),
+    /// The machine's NUMA nodes, written at the start of the trace.
+    Topology(Vec<NumaNode>),
+    /// The C library's heap statistics and the process's resident memory, sampled while it runs.
+    HeapStats(HeapStats),
+    /// The process's performance counters at the end, or why each could not be read.
+    Counters(Vec<Counter>),
     /// Host allocations are sampled: on average one stack per this many bytes allocated. Every
     /// allocation and free is still recorded; unsampled ones carry the stack id [`UNSAMPLED`].
     Sampling(u64),
@@ -433,4 +439,43 @@ pub struct Transfer {
     pub device: i32,
     /// The stack id of the call.
     pub stack: u32,
+}
+
+/// One NUMA node.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NumaNode {
+    /// The node's number.
+    pub id: u32,
+    /// Its CPUs.
+    pub cpus: Vec<u32>,
+    /// Distances to every node, by node number (10 is local).
+    pub distances: Vec<u32>,
+}
+
+/// A sample of glibc's heap statistics (`mallinfo2`) and of the resident set.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeapStats {
+    /// Bytes the allocator got from the system with brk/sbrk (main arena and others).
+    pub arena: u64,
+    /// Bytes in blocks handed out.
+    pub in_use: u64,
+    /// Bytes free inside the allocator's arenas: held, not returned to the system.
+    pub free: u64,
+    /// Bytes in blocks the allocator mapped with mmap.
+    pub mmapped: u64,
+    /// Free bytes at the top of the main arena, which could be returned.
+    pub releasable: u64,
+    /// Resident set size of the process, bytes.
+    pub rss: u64,
+}
+
+/// A performance counter's total, or why it could not be opened.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counter {
+    /// Its name (`page_faults_minor`, `cache_misses`, ...).
+    pub name: String,
+    /// The count, when it could be read.
+    pub value: Option<u64>,
+    /// Why not, otherwise.
+    pub error: Option<String>,
 }

@@ -1,6 +1,7 @@
 //! Analyses: each consumes the event stream once with state bounded by the live set and the number
 //! of distinct stacks, and yields plain numbers for the report. No rendering here.
 pub mod device;
+pub mod fragmentation;
 pub mod growth;
 pub mod heap;
 pub mod mmap;

@@ -76,6 +76,9 @@ fn process(pid: u32, argv: &[&str]) -> Process {
         device: DeviceSection::default(),
         transfers: TransfersSection::default(),
         timeline: Timeline::default(),
+        numa: NumaSection::default(),
+        counters: CountersSection::default(),
+        fragmentation: FragmentationSection::default(),
     }
 }
 

@@ -112,7 +112,44 @@ impl Text {
         if !p.transfers.summary.is_empty() {
             self.transfers(p, out)?;
         }
-        self.growth(p, out)
+        self.growth(p, out)?;
+        self.system(p, out)
+    }
+
+    fn system(&self, p: &Process, out: &mut dyn Write) -> io::Result<()> {
+        let f = &p.fragmentation;
+        if f.samples > 0 {
+            writeln!(
+                out,
+                "heap fragmentation: at most {} free held in the arena ({:.0}%), arena peak {}, resident peak {}",
+                human_bytes(f.peak_free_held_bytes),
+                f.peak_free_held_ratio * 100.0,
+                human_bytes(f.peak_arena_bytes),
+                human_bytes(f.peak_rss_bytes)
+            )?;
+        }
+        let measured: Vec<String> = p
+            .counters
+            .values
+            .iter()
+            .filter_map(|c| c.value.map(|v| format!("{} {v}", c.name)))
+            .collect();
+        if !measured.is_empty() {
+            writeln!(out, "counters: {}", measured.join(", "))?;
+        }
+        if !p.numa.nodes.is_empty() {
+            writeln!(out, "numa: {} node(s)", p.numa.nodes.len())?;
+        }
+        for finding in p
+            .fragmentation
+            .findings
+            .iter()
+            .chain(&p.counters.findings)
+            .chain(&p.numa.findings)
+        {
+            writeln!(out, "  finding: {}", finding.text)?;
+        }
+        Ok(())
     }
 
     fn transfers(&self, p: &Process, out: &mut dyn Write) -> io::Result<()> {

@@ -8,4 +8,5 @@ pub mod growth;
 pub mod model;
 pub mod owner;
 pub mod redact;
+pub mod system;
 pub mod transfers;

@@ -38,6 +38,56 @@ pub struct Process {
     pub device: DeviceSection,
     pub transfers: TransfersSection,
     pub timeline: Timeline,
+    pub numa: NumaSection,
+    pub counters: CountersSection,
+    pub fragmentation: FragmentationSection,
+}
+
+/// The machine's NUMA topology and what memshim concludes about placement.
+#[derive(Serialize, Debug, Default)]
+pub struct NumaSection {
+    /// The nodes; empty when the trace does not say.
+    pub nodes: Vec<NumaNodeOut>,
+    pub findings: Vec<Finding>,
+}
+
+/// One NUMA node.
+#[derive(Serialize, Debug)]
+pub struct NumaNodeOut {
+    pub id: u32,
+    pub cpus: Vec<u32>,
+    pub distances: Vec<u32>,
+}
+
+/// Performance counters of the process.
+#[derive(Serialize, Debug, Default)]
+pub struct CountersSection {
+    /// Each counter's total, or why it could not be read.
+    pub values: Vec<CounterOut>,
+    pub findings: Vec<Finding>,
+}
+
+/// One counter.
+#[derive(Serialize, Debug)]
+pub struct CounterOut {
+    pub name: String,
+    pub value: Option<u64>,
+    pub error: Option<String>,
+}
+
+/// Host heap fragmentation, from the C library's statistics sampled every 100 ms.
+#[derive(Serialize, Debug, Default)]
+pub struct FragmentationSection {
+    pub samples: u64,
+    /// The most free bytes the allocator held and could not return, and when.
+    pub peak_free_held_bytes: u64,
+    pub peak_free_held_time_s: f64,
+    /// Those bytes' share of the arena at that moment.
+    pub peak_free_held_ratio: f64,
+    /// The largest arena, and the largest resident set.
+    pub peak_arena_bytes: u64,
+    pub peak_rss_bytes: u64,
+    pub findings: Vec<Finding>,
 }
 
 /// Memory over time, downsampled to at most 2048 points each (the largest value of each interval).

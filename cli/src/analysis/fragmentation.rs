@@ -1,0 +1,81 @@
+//! Host heap fragmentation from the sampled C-library statistics: bytes the allocator holds free
+//! inside its arenas (it cannot give them back while live blocks sit above them), their share of the
+//! arena, and the resident set against the live heap.
+use memshim_trace::HeapStats;
+
+/// The fragmentation analysis state.
+#[derive(Default, Debug)]
+pub struct Fragmentation {
+    /// Samples seen.
+    pub samples: u64,
+    /// The sample with the most free bytes held.
+    pub worst: Option<(u64, HeapStats)>,
+    /// The largest arena.
+    pub peak_arena: u64,
+    /// The largest resident set.
+    pub peak_rss: u64,
+}
+
+impl Fragmentation {
+    /// A sample taken at `t`.
+    pub fn sample(&mut self, t: u64, s: &HeapStats) {
+        self.samples += 1;
+        self.peak_arena = self.peak_arena.max(s.arena);
+        self.peak_rss = self.peak_rss.max(s.rss);
+        // The free bytes that could not be returned: free minus the releasable top.
+        let held = s.free.saturating_sub(s.releasable);
+        if self
+            .worst
+            .as_ref()
+            .is_none_or(|(_, w)| held > w.free.saturating_sub(w.releasable))
+        {
+            self.worst = Some((t, s.clone()));
+        }
+    }
+
+    /// Free bytes held (not returnable) at the worst sample, and their share of the arena.
+    pub fn worst_held(&self) -> (u64, f64) {
+        match &self.worst {
+            Some((_, s)) => {
+                let held = s.free.saturating_sub(s.releasable);
+                (
+                    held,
+                    if s.arena > 0 {
+                        held as f64 / s.arena as f64
+                    } else {
+                        0.0
+                    },
+                )
+            }
+            None => (0, 0.0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(arena: u64, free: u64, releasable: u64) -> HeapStats {
+        HeapStats {
+            arena,
+            in_use: arena - free,
+            free,
+            mmapped: 0,
+            releasable,
+            rss: arena,
+        }
+    }
+
+    #[test]
+    fn the_worst_sample_is_the_most_held_free_memory() {
+        let mut f = Fragmentation::default();
+        f.sample(1, &stats(1000, 100, 90));
+        f.sample(2, &stats(2000, 800, 0));
+        f.sample(3, &stats(1500, 900, 800));
+        assert_eq!(f.samples, 3);
+        assert_eq!(f.worst.as_ref().unwrap().0, 2);
+        assert_eq!(f.worst_held(), (800, 0.4));
+        assert_eq!(f.peak_arena, 2000);
+    }
+}

@@ -1,0 +1,106 @@
+//! The process's performance counters (perf events): opened at start on the main thread with
+//! `inherit`, so threads created later count too, and read at exit. Software counters (page faults,
+//! context switches, CPU migrations) exist everywhere; hardware ones (cache references and misses,
+//! last-level cache loads and misses) often cannot be opened in virtual machines or under a strict
+//! `perf_event_paranoid`, and then the trace says why instead of giving a number.
+//!
+//! Never: touched on the hot path. The list is behind a mutex used only at start and at exit; a fork
+//! child does not read it (the counters are its parent's).
+use std::sync::{Mutex, OnceLock};
+
+use memshim_trace::Counter as Out;
+use perf_event::events::{Cache, CacheOp, CacheResult, Event, Hardware, Software, WhichCache};
+use perf_event::{Builder, Counter};
+
+struct Opened {
+    name: &'static str,
+    counter: Result<Counter, String>,
+}
+
+static COUNTERS: OnceLock<Mutex<Vec<Opened>>> = OnceLock::new();
+
+fn events() -> Vec<(&'static str, Event)> {
+    let llc = |result| Cache {
+        which: WhichCache::LL,
+        operation: CacheOp::READ,
+        result,
+    };
+    vec![
+        ("page_faults_minor", Software::PAGE_FAULTS_MIN.into()),
+        ("page_faults_major", Software::PAGE_FAULTS_MAJ.into()),
+        ("context_switches", Software::CONTEXT_SWITCHES.into()),
+        ("cpu_migrations", Software::CPU_MIGRATIONS.into()),
+        ("cache_references", Hardware::CACHE_REFERENCES.into()),
+        ("cache_misses", Hardware::CACHE_MISSES.into()),
+        ("llc_loads", llc(CacheResult::ACCESS).into()),
+        ("llc_load_misses", llc(CacheResult::MISS).into()),
+    ]
+}
+
+/// Opens and starts every counter (failures are kept, to be reported).
+pub fn open() {
+    let opened = events()
+        .into_iter()
+        .map(|(name, event)| Opened {
+            name,
+            counter: start(event).map_err(|e| reason(&e)),
+        })
+        .collect();
+    let _ = COUNTERS.set(Mutex::new(opened));
+}
+
+fn start(event: Event) -> std::io::Result<Counter> {
+    let build = |kernel: bool| {
+        let mut b = Builder::new().kind(event.clone());
+        b.inherit(true);
+        // Page faults happen in the kernel: count them there when allowed to.
+        b.exclude_kernel(!kernel);
+        b.build()
+    };
+    let mut c = build(true).or_else(|_| build(false))?;
+    c.enable()?;
+    Ok(c)
+}
+
+fn reason(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) => {
+            "this machine does not expose the counter (a virtual machine, or no such hardware event)".into()
+        }
+        Some(libc::EACCES) | Some(libc::EPERM) => {
+            "not permitted: /proc/sys/kernel/perf_event_paranoid is too strict for this user".into()
+        }
+        _ => format!("cannot be opened: {e}"),
+    }
+}
+
+/// Every counter's total so far.
+pub fn read() -> Vec<Out> {
+    let Some(m) = COUNTERS.get() else {
+        return Vec::new();
+    };
+    let Ok(mut list) = m.lock() else {
+        return Vec::new();
+    };
+    list.iter_mut()
+        .map(|o| match &mut o.counter {
+            Ok(c) => match c.read() {
+                Ok(v) => Out {
+                    name: o.name.into(),
+                    value: Some(v),
+                    error: None,
+                },
+                Err(e) => Out {
+                    name: o.name.into(),
+                    value: None,
+                    error: Some(reason(&e)),
+                },
+            },
+            Err(why) => Out {
+                name: o.name.into(),
+                value: None,
+                error: Some(why.clone()),
+            },
+        })
+        .collect()
+}
