@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::SyncSender;
 
 use anyhow::{bail, Context, Result};
-use memshim_trace::{Counter, End, Event, Header, Module, NumaNode, Record, SymFrame, TraceReader};
+use memshim_trace::{
+    Counter, End, Event, Header, Module, NumaCall, NumaNode, Record, SymFrame, TraceReader,
+};
 
 use crate::analysis::fragmentation::Fragmentation;
 use crate::analysis::{device::Device, heap::Heap, mmap::Mappings, transfers::Transfers};
@@ -64,7 +66,12 @@ pub struct Replayed {
     pub fragmentation: Fragmentation,
     /// Performance counters at the end.
     pub counters: Vec<Counter>,
+    /// Placement and affinity calls, in order (the first `MAX_NUMA_CALLS`).
+    pub numa_calls: Vec<(u64, u32, NumaCall)>,
 }
+
+/// Placement and affinity calls kept.
+pub const MAX_NUMA_CALLS: usize = 10_000;
 
 /// The name of a record kind, for counts.
 pub fn kind_name(r: &Record) -> &'static str {
@@ -91,6 +98,7 @@ pub fn kind_name(r: &Record) -> &'static str {
         Record::Topology(_) => "topology",
         Record::HeapStats(_) => "heap_stats",
         Record::Counters(_) => "counters",
+        Record::NumaCall(_) => "numa_call",
     }
 }
 
@@ -122,6 +130,7 @@ pub fn replay(path: &Path) -> Result<Replayed> {
         topology: Vec::new(),
         fragmentation: Fragmentation::default(),
         counters: Vec::new(),
+        numa_calls: Vec::new(),
     };
     // Decoding (decompression, bincode) runs on its own thread, one frame's events at a time, while
     // this one analyses: the two halves of a replay take about as long as each other.
@@ -248,5 +257,10 @@ fn apply(r: &mut Replayed, ev: Event) {
         Record::Topology(nodes) => r.topology = nodes,
         Record::HeapStats(h) => r.fragmentation.sample(ev.t, &h),
         Record::Counters(c) => r.counters = c,
+        Record::NumaCall(c) => {
+            if r.numa_calls.len() < MAX_NUMA_CALLS {
+                r.numa_calls.push((ev.t, ev.tid, c));
+            }
+        }
     }
 }

@@ -46,14 +46,14 @@ pub enum Msg {
     Record(Record),
     /// The module map changed; this is the whole new map.
     Modules(Vec<Module>),
-    /// A CUDA event; its record's stack field is filled in by the writer from `stack`.
-    Cuda(Box<CudaMsg>),
+    /// A record with a stack (CUDA, NUMA calls); the writer fills its stack field in from `stack`.
+    Stacked(Box<StackedMsg>),
     /// Close the trace and acknowledge when it is on disk.
     Shutdown { reason: EndReason, ack: Sender<()> },
 }
 
-/// A CUDA event (boxed: rarer and larger than heap events, it must not grow every message).
-pub struct CudaMsg {
+/// A record with a stack (boxed: rarer and larger than heap events, it must not grow every message).
+pub struct StackedMsg {
     pub t: u64,
     pub tid: u32,
     /// The stack hash for records that carry a stack.

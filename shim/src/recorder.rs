@@ -128,6 +128,45 @@ pub fn on_unmap(addr: *mut libc::c_void, len: usize) {
     });
 }
 
+/// A NUMA placement or affinity call. The masks are decoded only when recording.
+#[allow(clippy::too_many_arguments)]
+pub fn on_numa(
+    func: memshim_trace::NumaFn,
+    mode: i32,
+    nodes: impl FnOnce() -> Vec<u32>,
+    from_nodes: impl FnOnce() -> Vec<u32>,
+    cpus: impl FnOnce() -> Vec<u32>,
+    addr: u64,
+    len: u64,
+    target: i64,
+    flags: u32,
+    result: i64,
+) {
+    record(session::numa_active, || {
+        let t = clock::monotonic_ns();
+        let stack = stack_hash();
+        let record = memshim_trace::Record::NumaCall(memshim_trace::NumaCall {
+            func,
+            mode,
+            nodes: nodes(),
+            from_nodes: from_nodes(),
+            cpus: cpus(),
+            addr,
+            len,
+            target,
+            flags,
+            result,
+            stack: 0,
+        });
+        session::send(Msg::Stacked(Box::new(crate::msg::StackedMsg {
+            t,
+            tid: guard::tid(),
+            stack: Some(stack),
+            record,
+        })));
+    });
+}
+
 /// Runs a lifecycle step (exit, exec) with the guard held and panics contained.
 pub fn lifecycle<T: Default>(f: impl FnOnce() -> T) -> T {
     let _g = guard::enter();

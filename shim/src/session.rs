@@ -85,6 +85,12 @@ pub fn mmap_active() -> bool {
     MMAP_ON.load(Ordering::Relaxed) && active()
 }
 
+/// Whether NUMA and affinity calls are being recorded now (with the heap: they are rare).
+#[inline]
+pub fn numa_active() -> bool {
+    active()
+}
+
 /// Whether CUDA interception is switched on (wrappers are handed out even before tracing starts).
 #[inline]
 pub fn cuda_enabled() -> bool {

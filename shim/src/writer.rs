@@ -15,7 +15,7 @@ use memshim_trace::{
 };
 
 use crate::config::Config;
-use crate::msg::{CudaMsg, Msg};
+use crate::msg::{Msg, StackedMsg};
 use crate::output::TraceFile;
 use crate::{clock, session, symbolize};
 
@@ -196,8 +196,8 @@ impl Writer {
                 };
                 (clock::monotonic_ns(), 0, Record::Stack(def))
             }
-            Msg::Cuda(m) => {
-                let CudaMsg {
+            Msg::Stacked(m) => {
+                let StackedMsg {
                     t,
                     tid,
                     stack,
@@ -350,6 +350,7 @@ fn set_stack(record: &mut Record, id: u32) {
         Record::CudaFailure(r) => r.stack = id,
         Record::ManagedHint(r) => r.stack = id,
         Record::Copy(r) => r.stack = id,
+        Record::NumaCall(r) => r.stack = id,
         _ => {}
     }
 }

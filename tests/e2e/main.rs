@@ -8,6 +8,7 @@
 mod cuda;
 mod formats;
 mod heap;
+mod numa;
 mod process;
 mod report;
 mod robustness;

@@ -29,8 +29,8 @@ pub use reader::TraceReader;
 pub use record::{
     Alloc, AllocFn, CopyApi, Counter, CudaApi, CudaFailure, DeviceAlloc, DeviceFree, DeviceMemory,
     End, EndReason, Event, Free, HeapStats, ManagedHint, Map, MapFn, MemInfo, Module, ModuleUnload,
-    Note, NumaNode, ReallocFailed, Record, Segment, StackDef, SymFrame, Symbol, Transfer, Unmap,
-    UNSAMPLED,
+    Note, NumaCall, NumaFn, NumaNode, ReallocFailed, Record, Segment, StackDef, SymFrame, Symbol,
+    Transfer, Unmap, UNSAMPLED,
 };
 pub use writer::TraceWriter;
 

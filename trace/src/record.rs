@@ -62,6 +62,8 @@ pub enum Record {
     HeapStats(HeapStats),
     /// The process's performance counters at the end, or why each could not be read.
     Counters(Vec<Counter>),
+    /// A NUMA placement or CPU affinity call.
+    NumaCall(NumaCall),
     /// Host allocations are sampled: on average one stack per this many bytes allocated. Every
     /// allocation and free is still recorded; unsampled ones carry the stack id [`UNSAMPLED`].
     Sampling(u64),
@@ -478,4 +480,49 @@ pub struct Counter {
     pub value: Option<u64>,
     /// Why not, otherwise.
     pub error: Option<String>,
+}
+
+/// Which placement or affinity call was made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum NumaFn {
+    /// `mbind`.
+    Mbind,
+    /// `set_mempolicy`.
+    SetMempolicy,
+    /// `migrate_pages`.
+    MigratePages,
+    /// `move_pages` with target nodes (a move, not a query).
+    MovePages,
+    /// `sched_setaffinity`.
+    SchedSetaffinity,
+    /// `pthread_setaffinity_np`.
+    PthreadSetaffinity,
+}
+
+/// A placement or affinity call, its arguments decoded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NumaCall {
+    /// The call.
+    pub func: NumaFn,
+    /// The memory policy mode (`MPOL_*`), -1 when the call has none.
+    pub mode: i32,
+    /// The nodes of its node mask (for migrate_pages, the target nodes; for move_pages, the distinct
+    /// target nodes).
+    pub nodes: Vec<u32>,
+    /// The nodes it moves away from (migrate_pages).
+    pub from_nodes: Vec<u32>,
+    /// The CPUs of its CPU mask (affinity calls).
+    pub cpus: Vec<u32>,
+    /// Start of the range (mbind), 0 otherwise.
+    pub addr: u64,
+    /// Bytes of the range (mbind), or pages (move_pages).
+    pub len: u64,
+    /// The process or thread it applies to (0: the caller).
+    pub target: i64,
+    /// Its flags.
+    pub flags: u32,
+    /// What it returned.
+    pub result: i64,
+    /// The stack id of the call.
+    pub stack: u32,
 }

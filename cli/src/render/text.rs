@@ -138,7 +138,35 @@ impl Text {
             writeln!(out, "counters: {}", measured.join(", "))?;
         }
         if !p.numa.nodes.is_empty() {
-            writeln!(out, "numa: {} node(s)", p.numa.nodes.len())?;
+            writeln!(
+                out,
+                "numa: {} node(s), {} placement and affinity calls",
+                p.numa.nodes.len(),
+                p.numa.calls.len()
+            )?;
+        }
+        for c in p.numa.calls.iter().take(self.top) {
+            let mut args = Vec::new();
+            if let Some(policy) = &c.policy {
+                args.push(policy.clone());
+            }
+            if !c.nodes.is_empty() {
+                args.push(format!("nodes {:?}", c.nodes));
+            }
+            if !c.cpus.is_empty() {
+                args.push(format!("cpus {:?}", c.cpus));
+            }
+            if c.bytes > 0 {
+                args.push(human_bytes(c.bytes));
+            }
+            let site = first_program_function(&c.frames).unwrap_or("??");
+            writeln!(
+                out,
+                "  {}({}) = {} in {site}",
+                c.call,
+                args.join(", "),
+                c.result
+            )?;
         }
         for finding in p
             .fragmentation

@@ -85,7 +85,7 @@ fn process(t: &Replayed) -> Process {
             device_live: series(&t.device.series, t.header.clock_start_ns),
             transfers: super::transfers::bandwidth(t),
         },
-        numa: super::system::numa(t),
+        numa: super::system::numa(t, &mut sym),
         counters: super::system::counters(t),
         fragmentation: super::system::fragmentation(t),
     }

@@ -48,7 +48,30 @@ pub struct Process {
 pub struct NumaSection {
     /// The nodes; empty when the trace does not say.
     pub nodes: Vec<NumaNodeOut>,
+    /// Placement and affinity calls, in order.
+    pub calls: Vec<NumaCallOut>,
     pub findings: Vec<Finding>,
+}
+
+/// A placement or affinity call, decoded.
+#[derive(Serialize, Debug)]
+pub struct NumaCallOut {
+    /// mbind, set_mempolicy, migrate_pages, move_pages, sched_setaffinity, pthread_setaffinity_np.
+    pub call: &'static str,
+    /// MPOL_DEFAULT, MPOL_PREFERRED, MPOL_BIND, MPOL_INTERLEAVE, MPOL_LOCAL, ...; null without one.
+    pub policy: Option<String>,
+    pub nodes: Vec<u32>,
+    pub from_nodes: Vec<u32>,
+    pub cpus: Vec<u32>,
+    /// Bytes of the range (mbind), pages (move_pages), else 0.
+    pub bytes: u64,
+    /// The process or thread it applies to; 0 for the caller.
+    pub target: i64,
+    pub flags: u32,
+    pub result: i64,
+    pub time_s: f64,
+    pub thread: u32,
+    pub frames: Vec<FrameOut>,
 }
 
 /// One NUMA node.

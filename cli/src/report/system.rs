@@ -1,16 +1,76 @@
 //! The CPU-side sections: NUMA topology (with what it allows to conclude), performance counters with
 //! the cache miss rate, and heap fragmentation.
+use memshim_trace::NumaFn;
+
+use super::build::frames;
 use super::model::{
-    CounterOut, CountersSection, Finding, FragmentationSection, NumaNodeOut, NumaSection,
+    CounterOut, CountersSection, Finding, FragmentationSection, NumaCallOut, NumaNodeOut,
+    NumaSection,
 };
 use crate::render::human_bytes;
 use crate::replay::Replayed;
+use crate::symbolize::Symbolizer;
 
 /// Above this cache miss rate the counters section flags it (the checklist's 10%).
 const MISS_RATE: f64 = 0.10;
 
+/// The memory policy's name.
+fn policy_name(mode: i32) -> Option<String> {
+    if mode < 0 {
+        return None;
+    }
+    // The mode may carry MPOL_F_STATIC_NODES (1 << 15) or MPOL_F_RELATIVE_NODES (1 << 14).
+    let base = match mode & 0x3fff {
+        0 => "MPOL_DEFAULT",
+        1 => "MPOL_PREFERRED",
+        2 => "MPOL_BIND",
+        3 => "MPOL_INTERLEAVE",
+        4 => "MPOL_LOCAL",
+        5 => "MPOL_PREFERRED_MANY",
+        6 => "MPOL_WEIGHTED_INTERLEAVE",
+        _ => return Some(format!("mode {mode}")),
+    };
+    let mut name = base.to_string();
+    if mode & (1 << 15) != 0 {
+        name.push_str("|MPOL_F_STATIC_NODES");
+    }
+    if mode & (1 << 14) != 0 {
+        name.push_str("|MPOL_F_RELATIVE_NODES");
+    }
+    Some(name)
+}
+
+fn call_name(f: NumaFn) -> &'static str {
+    match f {
+        NumaFn::Mbind => "mbind",
+        NumaFn::SetMempolicy => "set_mempolicy",
+        NumaFn::MigratePages => "migrate_pages",
+        NumaFn::MovePages => "move_pages",
+        NumaFn::SchedSetaffinity => "sched_setaffinity",
+        NumaFn::PthreadSetaffinity => "pthread_setaffinity_np",
+    }
+}
+
 /// The NUMA section.
-pub fn numa(t: &Replayed) -> NumaSection {
+pub fn numa(t: &Replayed, sym: &mut Symbolizer) -> NumaSection {
+    let calls = t
+        .numa_calls
+        .iter()
+        .map(|(at, tid, c)| NumaCallOut {
+            call: call_name(c.func),
+            policy: policy_name(c.mode),
+            nodes: c.nodes.clone(),
+            from_nodes: c.from_nodes.clone(),
+            cpus: c.cpus.clone(),
+            bytes: c.len,
+            target: c.target,
+            flags: c.flags,
+            result: c.result,
+            time_s: at.saturating_sub(t.header.clock_start_ns) as f64 / 1e9,
+            thread: *tid,
+            frames: frames(t, sym, c.stack),
+        })
+        .collect();
     let nodes: Vec<NumaNodeOut> = t
         .topology
         .iter()
@@ -38,7 +98,11 @@ pub fn numa(t: &Replayed) -> NumaSection {
             ),
         });
     }
-    NumaSection { nodes, findings }
+    NumaSection {
+        nodes,
+        calls,
+        findings,
+    }
 }
 
 /// The counters section.

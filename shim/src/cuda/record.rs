@@ -7,7 +7,7 @@ use memshim_trace::{
     Record, Transfer,
 };
 
-use crate::msg::{CudaMsg, Msg};
+use crate::msg::{Msg, StackedMsg};
 use crate::recorder::{record_guarded, stack_hash};
 use crate::{clock, guard, real, session};
 
@@ -19,7 +19,7 @@ fn send_at(at: Option<u64>, record: Record, with_stack: bool) {
     record_guarded(session::cuda_active, || {
         let t = at.unwrap_or_else(clock::monotonic_ns);
         let stack = with_stack.then(stack_hash);
-        session::send(Msg::Cuda(Box::new(CudaMsg {
+        session::send(Msg::Stacked(Box::new(StackedMsg {
             t,
             tid: guard::tid(),
             stack,

@@ -9,4 +9,5 @@
 
 mod heap;
 mod mmap;
+mod numa;
 mod process;

@@ -1,0 +1,96 @@
+//! NUMA placement and CPU affinity calls, recorded with their arguments (libnuma from .ci/run).
+use serde_json::{json, Value};
+
+use crate::report::*;
+use crate::util::*;
+
+#[test]
+fn placement_and_affinity_calls_with_exact_arguments() {
+    let dir = TestDir::new("placement_and_affinity_calls_with_exact_arguments");
+    let prog = dir.compile_with(
+        "numa_calls.c",
+        "numa_calls",
+        &["-g", "-O0", "-lnuma", "-pthread"],
+    );
+    let (out, report) = traced(&dir, &prog, &[] as &[&str]);
+    assert_eq!(out.stdout_str(), "numa calls: ok\n", "{}", out.describe());
+    let p = process_by_exe(&report, "numa_calls");
+    let calls: Vec<Value> = p["numa"]["calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .map(|c| {
+            let site = c["frames"]
+                .as_array()
+                .expect("frames")
+                .iter()
+                .find_map(|f| f["function"].as_str())
+                .unwrap_or("?")
+                .to_string();
+            json!([
+                c["call"],
+                c["policy"],
+                c["nodes"],
+                c["cpus"],
+                c["bytes"],
+                c["target"],
+                c["result"],
+                site
+            ])
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            json!(["mbind", "MPOL_BIND", [0], [], 2097152, 0, 0, "bind_buffer"]),
+            json!([
+                "set_mempolicy",
+                "MPOL_PREFERRED",
+                [0],
+                [],
+                0,
+                0,
+                0,
+                "prefer_node0"
+            ]),
+            json!([
+                "set_mempolicy",
+                "MPOL_DEFAULT",
+                [],
+                [],
+                0,
+                0,
+                0,
+                "prefer_node0"
+            ]),
+            json!(["sched_setaffinity", null, [], [0], 0, 0, 0, "pin_process"]),
+            json!([
+                "pthread_setaffinity_np",
+                null,
+                [],
+                [0],
+                0,
+                0,
+                0,
+                "pin_thread"
+            ]),
+            json!([
+                "mbind",
+                "MPOL_BIND",
+                [0],
+                [],
+                1048576,
+                0,
+                0,
+                "numa_alloc_onnode"
+            ]),
+            json!(["move_pages", null, [0], [], 1, 0, 0, "move_first_page"]),
+        ]
+    );
+    // numa_alloc_onnode's mapping was numa_free'd and the other unmapped: nothing left mapped.
+    assert!(
+        user_sites(p, "mmap", &["bind_buffer", "alloc_on_node0"]).is_empty(),
+        "{}",
+        dump(p)
+    );
+}
