@@ -4,8 +4,10 @@
 //! last-level cache loads and misses) often cannot be opened in virtual machines or under a strict
 //! `perf_event_paranoid`, and then the trace says why instead of giving a number.
 //!
-//! Never: touched on the hot path. The list is behind a mutex used only at start and at exit; a fork
+//! The counters' descriptors are close-on-exec: an exec'd program must not inherit them (it opens its
+//! own). Never: touched on the hot path. The list is behind a mutex used only at start and at exit; a fork
 //! child does not read it (the counters are its parent's).
+use std::os::fd::AsRawFd;
 use std::sync::{Mutex, OnceLock};
 
 use memshim_trace::Counter as Out;
@@ -58,6 +60,7 @@ fn start(event: Event) -> std::io::Result<Counter> {
         b.build()
     };
     let mut c = build(true).or_else(|_| build(false))?;
+    crate::sys::set_cloexec(c.as_raw_fd())?;
     c.enable()?;
     Ok(c)
 }

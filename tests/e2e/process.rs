@@ -263,3 +263,34 @@ fn dlopen_of_many_tls_libraries_does_not_recurse_in_malloc() {
         expected(&[("leak_after_load", 1000, 1)])
     );
 }
+
+/// Regression: the perf counters' descriptors were not close-on-exec, so every exec'd program
+/// inherited them on top of its own (a chain of execs gathered more at each step).
+#[test]
+fn exec_chains_inherit_none_of_the_shims_descriptors() {
+    let dir = TestDir::new("exec_chains_inherit_none_of_the_shims_descriptors");
+    let prog = dir.compile("count_fds.c");
+    let bare = run_bare(&dir.root, &prog, &NO_ARGS);
+    let mut sh = String::new();
+    // Three execs deep: sh -> sh -> count_fds, each traced.
+    sh.push_str(&format!("exec sh -c 'exec {}'", prog.display()));
+    let out = memshim_run(&dir, std::path::Path::new("/bin/sh"), &["-c", &sh]);
+    assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+    let open = |s: &str| -> i64 {
+        s.trim()
+            .strip_prefix("fds ")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected output {s}"))
+    };
+    let traced = open(&out.stdout_str());
+    let untraced = open(&bare.stdout_str());
+    // The traced program has its own trace file and counters, but nothing from its ancestors.
+    assert!(
+        traced - untraced <= 10,
+        "{traced} fds traced vs {untraced} bare"
+    );
+    assert!(
+        trace_files(&dir.traces()).len() >= 2,
+        "each exec'd program is traced"
+    );
+}
