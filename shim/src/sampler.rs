@@ -18,16 +18,19 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
     let seen = modules::counters();
     crate::threads::spawn(c"memshim-sampler", move || {
         let mut seen = seen;
+        let mut heap = HeapPace::default();
         loop {
             std::thread::sleep(PERIOD);
             if sys::getpid() != pid {
                 return;
             }
-            if tx
-                .send(Msg::Record(Record::HeapStats(crate::heapstats::sample())))
-                .is_err()
-            {
-                return;
+            if heap.due() {
+                let start = std::time::Instant::now();
+                let stats = crate::heapstats::sample();
+                heap.took(start.elapsed());
+                if tx.send(Msg::Record(Record::HeapStats(stats))).is_err() {
+                    return;
+                }
             }
             let now = modules::counters();
             if now != seen {
@@ -38,4 +41,59 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
             }
         }
     })
+}
+
+/// How often the heap statistics are taken. glibc's `mallinfo2` walks every free chunk while holding
+/// each arena's lock, so on a large fragmented heap it can hold up the program's own allocations:
+/// when a sample takes more than `SLOW`, the interval doubles (up to every `MAX_TICKS` periods).
+#[derive(Debug)]
+struct HeapPace {
+    every: u32,
+    tick: u32,
+}
+
+const SLOW: Duration = Duration::from_micros(500);
+const MAX_TICKS: u32 = 100;
+
+impl Default for HeapPace {
+    fn default() -> Self {
+        HeapPace { every: 1, tick: 0 }
+    }
+}
+
+impl HeapPace {
+    fn due(&mut self) -> bool {
+        self.tick += 1;
+        if self.tick >= self.every {
+            self.tick = 0;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn took(&mut self, d: Duration) {
+        if d > SLOW {
+            self.every = (self.every * 2).min(MAX_TICKS);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slow_samples_back_off_to_a_limit() {
+        let mut p = HeapPace::default();
+        assert!(p.due() && p.due());
+        for _ in 0..20 {
+            p.took(Duration::from_millis(5));
+        }
+        assert_eq!(p.every, MAX_TICKS);
+        let due: usize = (0..1000).filter(|_| p.due()).count();
+        assert_eq!(due, 10);
+        p.took(Duration::from_micros(10));
+        assert_eq!(p.every, MAX_TICKS, "fast samples do not speed it up again");
+    }
 }
