@@ -10,7 +10,8 @@ use std::sync::mpsc::SyncSender;
 
 use anyhow::{bail, Context, Result};
 use memshim_trace::{
-    Counter, End, Event, Header, Module, NumaCall, NumaNode, Record, SymFrame, TraceReader,
+    Counter, End, Event, Header, Module, NumaCall, NumaNode, Placement, Record, SymFrame,
+    TraceReader,
 };
 
 use crate::analysis::fragmentation::Fragmentation;
@@ -68,6 +69,10 @@ pub struct Replayed {
     pub counters: Vec<Counter>,
     /// Placement and affinity calls, in order (the first `MAX_NUMA_CALLS`).
     pub numa_calls: Vec<(u64, u32, NumaCall)>,
+    /// The CPU each large block was allocated on, until its placement is known.
+    pub alloc_cpu: HashMap<u64, u32>,
+    /// Sampled placements of large blocks, with the allocating CPU and the block's stack.
+    pub placements: Vec<(Placement, Option<u32>, Option<u32>)>,
 }
 
 /// Placement and affinity calls kept.
@@ -99,6 +104,8 @@ pub fn kind_name(r: &Record) -> &'static str {
         Record::HeapStats(_) => "heap_stats",
         Record::Counters(_) => "counters",
         Record::NumaCall(_) => "numa_call",
+        Record::AllocCpu(_) => "alloc_cpu",
+        Record::Placement(_) => "placement",
     }
 }
 
@@ -131,6 +138,8 @@ pub fn replay(path: &Path) -> Result<Replayed> {
         fragmentation: Fragmentation::default(),
         counters: Vec::new(),
         numa_calls: Vec::new(),
+        alloc_cpu: HashMap::default(),
+        placements: Vec::new(),
     };
     // Decoding (decompression, bincode) runs on its own thread, one frame's events at a time, while
     // this one analyses: the two halves of a replay take about as long as each other.
@@ -257,6 +266,16 @@ fn apply(r: &mut Replayed, ev: Event) {
         Record::Topology(nodes) => r.topology = nodes,
         Record::HeapStats(h) => r.fragmentation.sample(ev.t, &h),
         Record::Counters(c) => r.counters = c,
+        Record::AllocCpu(a) => {
+            r.alloc_cpu.insert(a.addr, a.cpu);
+        }
+        Record::Placement(p) => {
+            let cpu = r.alloc_cpu.remove(&p.addr);
+            let stack = r.heap.block_stack(p.addr);
+            if r.placements.len() < MAX_NUMA_CALLS {
+                r.placements.push((p, cpu, stack));
+            }
+        }
         Record::NumaCall(c) => {
             if r.numa_calls.len() < MAX_NUMA_CALLS {
                 r.numa_calls.push((ev.t, ev.tid, c));

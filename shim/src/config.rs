@@ -9,6 +9,7 @@
 //! | `MEMSHIM_CUDA` | record CUDA driver memory calls (`0` to turn off) | on |
 //! | `MEMSHIM_SYMBOLIZE` | symbolize in-process at exit (`0` to leave it to the CLI) | on |
 //! | `MEMSHIM_SAMPLE_BYTES` | take one host stack per this many bytes on average (`0`: every one) | 0 |
+//! | `MEMSHIM_PLACEMENT_BYTES` | sample the NUMA node of host blocks at least this big (`0`: never) | 1M |
 //! | `MEMSHIM_UNWIND` | `libunwind` (the default, when the system has it) or `gcc` | libunwind |
 //! | `MEMSHIM_COMPRESS` | zstd level for trace frames (`0` for none) | 3 |
 //! | `MEMSHIM_QUIET` | `1`: no line on stderr at exit | off |
@@ -38,6 +39,8 @@ pub struct Config {
     pub unwind: String,
     /// Mean bytes between sampled host stacks; 0 takes every stack.
     pub sample_bytes: u64,
+    /// Host blocks at least this big have their pages' NUMA nodes sampled; 0 never.
+    pub placement_bytes: u64,
     /// No message at exit.
     pub quiet: bool,
     /// Record nothing.
@@ -112,10 +115,20 @@ impl Config {
                 0
             }),
         };
+        let placement_bytes = match get("MEMSHIM_PLACEMENT_BYTES") {
+            None => 1 << 20,
+            Some(v) => parse_bytes(&v).unwrap_or_else(|| {
+                warnings.push(format!(
+                    "MEMSHIM_PLACEMENT_BYTES={v} is not a byte count; using 1M"
+                ));
+                1 << 20
+            }),
+        };
         Config {
             output_dir: get("MEMSHIM_OUTPUT").unwrap_or_default(),
             unwind,
             sample_bytes,
+            placement_bytes,
             stack_depth,
             heap,
             mmap,

@@ -37,6 +37,7 @@ mod hooks;
 mod modules;
 mod msg;
 mod output;
+mod placement;
 mod real;
 mod recorder;
 mod sampler;

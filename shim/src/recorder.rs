@@ -68,6 +68,21 @@ pub fn on_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize) {
             size: size as u64,
             stack,
         });
+        if session::config()
+            .is_some_and(|c| c.placement_bytes > 0 && size as u64 >= c.placement_bytes)
+        {
+            // SAFETY: sched_getcpu has no preconditions (a vDSO call).
+            #[allow(unsafe_code)]
+            let cpu = unsafe { libc::sched_getcpu() };
+            if cpu >= 0 {
+                session::send(Msg::Record(memshim_trace::Record::AllocCpu(
+                    memshim_trace::AllocCpu {
+                        addr: addr as u64,
+                        cpu: cpu as u32,
+                    },
+                )));
+            }
+        }
     });
 }
 

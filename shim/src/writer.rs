@@ -17,6 +17,7 @@ use memshim_trace::{
 use crate::config::Config;
 use crate::msg::{Msg, StackedMsg};
 use crate::output::TraceFile;
+use crate::placement::Placements;
 use crate::{clock, session, symbolize};
 
 /// At most this long between two frames on disk.
@@ -43,6 +44,7 @@ pub struct Writer {
     modules: HashMap<(String, u64), ()>,
     dropped_written: u64,
     events: u64,
+    placements: Placements,
 }
 
 impl Writer {
@@ -66,6 +68,7 @@ impl Writer {
             modules: HashMap::new(),
             dropped_written: 0,
             events: 0,
+            placements: Placements::default(),
         };
         let topology = w.out.push(&Event {
             t: clock::monotonic_ns(),
@@ -139,6 +142,9 @@ impl Writer {
                 stack,
             } => {
                 let stack = self.stack_id(stack);
+                if self.cfg.placement_bytes > 0 && size >= self.cfg.placement_bytes {
+                    self.placements.alloc(addr, size, t);
+                }
                 (
                     t,
                     tid,
@@ -155,7 +161,10 @@ impl Writer {
                 tid,
                 addr,
                 realloc,
-            } => (t, tid, Record::Free(Free { addr, realloc })),
+            } => {
+                self.placements.free(addr);
+                (t, tid, Record::Free(Free { addr, realloc }))
+            }
             Msg::ReallocFailed { t, tid, addr } => {
                 (t, tid, Record::ReallocFailed(ReallocFailed { addr }))
             }
@@ -261,6 +270,14 @@ impl Writer {
     }
 
     fn flush(&mut self) -> io::Result<()> {
+        let now = clock::monotonic_ns();
+        for p in self.placements.sample(now) {
+            self.out.push(&Event {
+                t: now,
+                tid: 0,
+                record: Record::Placement(p),
+            })?;
+        }
         let dropped = session::dropped();
         if dropped != self.dropped_written {
             self.dropped_written = dropped;

@@ -94,3 +94,41 @@ fn placement_and_affinity_calls_with_exact_arguments() {
         dump(p)
     );
 }
+
+#[test]
+fn large_blocks_are_sampled_for_their_numa_node() {
+    let dir = TestDir::new("large_blocks_are_sampled_for_their_numa_node");
+    let prog = dir.compile("growing.c");
+    let (_, report) = traced(&dir, &prog, &[] as &[&str]);
+    let numa = &process_by_exe(&report, "growing")["numa"];
+    // load_table's 4 MiB block is the only one of 1 MiB or more; it lives 400 ms, long enough to be
+    // sampled, and memset touched every page.
+    let placements = numa["placements"].as_array().expect("placements");
+    assert_eq!(placements.len(), 1, "{numa}");
+    let p = &placements[0];
+    assert_eq!(p["bytes"], 4 << 20);
+    assert_eq!(p["absent_pages"], 0);
+    let pages: u64 = p["pages_by_node"]
+        .as_array()
+        .expect("pages_by_node")
+        .iter()
+        .map(|n| n[1].as_u64().expect("pages"))
+        .sum();
+    assert_eq!(pages, 16);
+    assert_eq!(p["frames"][0]["function"], "load_table");
+    assert!(p["alloc_cpu"].is_u64() && p["alloc_node"].is_u64(), "{p}");
+    let on_nodes: u64 = numa["bytes_by_node"]
+        .as_array()
+        .expect("bytes_by_node")
+        .iter()
+        .map(|n| n["bytes"].as_u64().expect("bytes"))
+        .sum();
+    assert_eq!(on_nodes, 4 << 20);
+    if numa["nodes"].as_array().expect("nodes").len() == 1 {
+        assert_eq!(p["remote"], false);
+        assert_eq!(
+            numa["bytes_by_node"],
+            json!([{"node": 0, "bytes": 4 << 20}])
+        );
+    }
+}

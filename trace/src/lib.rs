@@ -27,10 +27,10 @@ pub use error::Error;
 pub use header::{Clock, Header, FORMAT_VERSION, MAGIC};
 pub use reader::TraceReader;
 pub use record::{
-    Alloc, AllocFn, CopyApi, Counter, CudaApi, CudaFailure, DeviceAlloc, DeviceFree, DeviceMemory,
-    End, EndReason, Event, Free, HeapStats, ManagedHint, Map, MapFn, MemInfo, Module, ModuleUnload,
-    Note, NumaCall, NumaFn, NumaNode, ReallocFailed, Record, Segment, StackDef, SymFrame, Symbol,
-    Transfer, Unmap, UNSAMPLED,
+    Alloc, AllocCpu, AllocFn, CopyApi, Counter, CudaApi, CudaFailure, DeviceAlloc, DeviceFree,
+    DeviceMemory, End, EndReason, Event, Free, HeapStats, ManagedHint, Map, MapFn, MemInfo, Module,
+    ModuleUnload, Note, NumaCall, NumaFn, NumaNode, Placement, ReallocFailed, Record, Segment,
+    StackDef, SymFrame, Symbol, Transfer, Unmap, UNSAMPLED,
 };
 pub use writer::TraceWriter;
 

@@ -64,6 +64,10 @@ pub enum Record {
     Counters(Vec<Counter>),
     /// A NUMA placement or CPU affinity call.
     NumaCall(NumaCall),
+    /// The CPU the thread that made a large allocation was running on (sent right after its Alloc).
+    AllocCpu(AllocCpu),
+    /// Where the pages of a large block are: sampled after the block was first touched.
+    Placement(Placement),
     /// Host allocations are sampled: on average one stack per this many bytes allocated. Every
     /// allocation and free is still recorded; unsampled ones carry the stack id [`UNSAMPLED`].
     Sampling(u64),
@@ -525,4 +529,28 @@ pub struct NumaCall {
     pub result: i64,
     /// The stack id of the call.
     pub stack: u32,
+}
+
+/// The CPU of a large allocation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocCpu {
+    /// The block.
+    pub addr: u64,
+    /// The CPU the allocating thread ran on.
+    pub cpu: u32,
+}
+
+/// Which NUMA nodes the sampled pages of a block are on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    /// The block.
+    pub addr: u64,
+    /// Its size.
+    pub len: u64,
+    /// Pages sampled (spread evenly over the block).
+    pub pages: u32,
+    /// (node, pages) for the sampled pages that are resident.
+    pub nodes: Vec<(u32, u32)>,
+    /// Sampled pages not resident yet (never touched, or swapped out).
+    pub absent: u32,
 }

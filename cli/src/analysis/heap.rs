@@ -133,6 +133,11 @@ impl Heap {
         1.0 / p
     }
 
+    /// The stack id of the live block that starts at `addr`, if one does.
+    pub fn block_stack(&self, addr: u64) -> Option<u32> {
+        self.live.get(&addr).map(|b| b.stack)
+    }
+
     /// The identity of the live block that starts at `addr`, if one does.
     pub fn block_serial(&self, addr: u64) -> Option<u64> {
         self.live.get(&addr).map(|b| b.serial)

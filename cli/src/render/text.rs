@@ -145,6 +145,15 @@ impl Text {
                 p.numa.calls.len()
             )?;
         }
+        if !p.numa.bytes_by_node.is_empty() {
+            let nodes: Vec<String> = p
+                .numa
+                .bytes_by_node
+                .iter()
+                .map(|n| format!("node {}: {}", n.node, human_bytes(n.bytes)))
+                .collect();
+            writeln!(out, "  large buffers by node: {}", nodes.join(", "))?;
+        }
         for c in p.numa.calls.iter().take(self.top) {
             let mut args = Vec::new();
             if let Some(policy) = &c.policy {

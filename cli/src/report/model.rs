@@ -50,6 +50,10 @@ pub struct NumaSection {
     pub nodes: Vec<NumaNodeOut>,
     /// Placement and affinity calls, in order.
     pub calls: Vec<NumaCallOut>,
+    /// Bytes of the sampled large blocks by the node their pages are on (in proportion to the pages).
+    pub bytes_by_node: Vec<NodeBytes>,
+    /// The sampled large blocks, largest first.
+    pub placements: Vec<PlacementOut>,
     pub findings: Vec<Finding>,
 }
 
@@ -71,6 +75,29 @@ pub struct NumaCallOut {
     pub result: i64,
     pub time_s: f64,
     pub thread: u32,
+    pub frames: Vec<FrameOut>,
+}
+
+/// Bytes on one node.
+#[derive(Serialize, Debug)]
+pub struct NodeBytes {
+    pub node: u32,
+    pub bytes: u64,
+}
+
+/// Where a large block's pages are, against where its allocating thread ran.
+#[derive(Serialize, Debug)]
+pub struct PlacementOut {
+    pub bytes: u64,
+    /// Sampled pages per node: [node, pages].
+    pub pages_by_node: Vec<(u32, u32)>,
+    /// Sampled pages not resident.
+    pub absent_pages: u32,
+    /// The CPU and node the allocating thread ran on; null when unknown.
+    pub alloc_cpu: Option<u32>,
+    pub alloc_node: Option<u32>,
+    /// True when most resident pages are on a node other than the allocating CPU's.
+    pub remote: bool,
     pub frames: Vec<FrameOut>,
 }
 

@@ -4,8 +4,8 @@ use memshim_trace::NumaFn;
 
 use super::build::frames;
 use super::model::{
-    CounterOut, CountersSection, Finding, FragmentationSection, NumaCallOut, NumaNodeOut,
-    NumaSection,
+    CounterOut, CountersSection, Finding, FragmentationSection, NodeBytes, NumaCallOut,
+    NumaNodeOut, NumaSection, PlacementOut,
 };
 use crate::render::human_bytes;
 use crate::replay::Replayed;
@@ -80,7 +80,58 @@ pub fn numa(t: &Replayed, sym: &mut Symbolizer) -> NumaSection {
             distances: n.distances.clone(),
         })
         .collect();
+    let node_of = |cpu: u32| {
+        t.topology
+            .iter()
+            .find(|n| n.cpus.contains(&cpu))
+            .map(|n| n.id)
+    };
+    let mut by_node: std::collections::BTreeMap<u32, u64> = Default::default();
+    let mut placements: Vec<PlacementOut> = t
+        .placements
+        .iter()
+        .map(|(p, cpu, stack)| {
+            let resident: u32 = p.nodes.iter().map(|n| n.1).sum();
+            for &(node, pages) in &p.nodes {
+                *by_node.entry(node).or_default() +=
+                    p.len * u64::from(pages) / u64::from(resident.max(1));
+            }
+            let majority = p.nodes.iter().max_by_key(|n| n.1).map(|n| n.0);
+            let alloc_node = cpu.and_then(node_of);
+            PlacementOut {
+                bytes: p.len,
+                pages_by_node: p.nodes.clone(),
+                absent_pages: p.absent,
+                alloc_cpu: *cpu,
+                alloc_node,
+                remote: matches!((alloc_node, majority), (Some(a), Some(m)) if a != m),
+                frames: stack.map(|s| frames(t, sym, s)).unwrap_or_default(),
+            }
+        })
+        .collect();
+    placements.sort_by_key(|p| std::cmp::Reverse(p.bytes));
+    placements.truncate(50);
+    let bytes_by_node = by_node
+        .into_iter()
+        .map(|(node, bytes)| NodeBytes { node, bytes })
+        .collect();
     let mut findings = Vec::new();
+    let remote: Vec<&PlacementOut> = placements.iter().filter(|p| p.remote).collect();
+    if let Some(top) = remote.first() {
+        findings.push(Finding {
+            kind: "remote_memory",
+            text: format!(
+                "{} large buffers ({} in all) live mostly on another NUMA node than the CPU that allocated them; the largest, {}, was allocated on node {} and sits on another{}. Bind the process or the data-loader workers with numactl --cpunodebind/--membind, or allocate on the node that uses the data",
+                remote.len(),
+                human_bytes(remote.iter().map(|p| p.bytes).sum()),
+                human_bytes(top.bytes),
+                top.alloc_node.unwrap_or(0),
+                crate::report::owner::first_program_function(&top.frames)
+                    .map(|f| format!(" (allocated in {f})"))
+                    .unwrap_or_default()
+            ),
+        });
+    }
     if nodes.len() == 1 {
         findings.push(Finding {
             kind: "one_node",
@@ -93,14 +144,17 @@ pub fn numa(t: &Replayed, sym: &mut Symbolizer) -> NumaSection {
         findings.push(Finding {
             kind: "numa_nodes",
             text: format!(
-                "this machine has {} NUMA nodes; placement sampling is not recorded yet, so misplacement is not measured",
-                nodes.len()
+                "this machine has {} NUMA nodes; {} large buffers were sampled for placement",
+                nodes.len(),
+                t.placements.len()
             ),
         });
     }
     NumaSection {
         nodes,
         calls,
+        bytes_by_node,
+        placements,
         findings,
     }
 }
