@@ -45,15 +45,31 @@ rstart=$(date +%s.%N); "$M" report --format json "$work/ms" > /dev/null; rend=$(
 hstart=$(date +%s.%N); heaptrack_print "$htfile" > /dev/null 2>&1 || true; hend=$(date +%s.%N)
 events=$("$M" info "$msfile" | awk '/^  (alloc|free) /{s+=$2} END{print s}')
 
+# Python: the dict-building workload bare, under memshim (native stacks) and under memray --native.
+# The interpreter itself, not a launcher script (pyenv's shims are bash scripts memshim would trace too).
+PY=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')
+if ! "$PY" -m memray --version >/dev/null 2>&1; then
+    "$PY" -m pip install -q memray >/dev/null 2>&1 || echo "(memray could not be installed; its row is left out)"
+fi
+for r in $(seq "$ROUNDS"); do
+    measure py-bare "$PY" benches/python_dicts.py
+    rm -rf "$work/pms"; measure py-memshim "$M" run -q -o "$work/pms" -- "$PY" benches/python_dicts.py
+    if "$PY" -m memray --version >/dev/null 2>&1; then
+        rm -f "$work/mr.bin"
+        measure py-memray "$PY" -m memray run --native -q -o "$work/mr.bin" benches/python_dicts.py
+    fi
+done
+
 awk -v n="$N" -v msb="$ms_bytes" -v htb="$ht_bytes" \
     -v rs="$(echo "$rend - $rstart" | bc)" -v hs="$(echo "$hend - $hstart" | bc)" -v ev="$events" '
 { wall[$1] += $2; cpu[$1] += $3; cnt[$1]++ }
 END {
-    bw = wall["bare"] / cnt["bare"]; bc = cpu["bare"] / cnt["bare"]
-    printf "%-10s %10s %10s %10s %10s\n", "tool", "wall s", "x bare", "cpu s", "x bare"
+    printf "%-16s %10s %10s %10s %10s\n", "tool", "wall s", "x bare", "cpu s", "x bare"
     for (t in wall) {
+        base = (t ~ /^py-/) ? "py-bare" : "bare"
+        bw = wall[base] / cnt[base]; bc = cpu[base] / cnt[base]
         w = wall[t] / cnt[t]; c = cpu[t] / cnt[t]
-        printf "%-10s %10.3f %10.2f %10.3f %10.2f\n", t, w, w / bw, c, (bc > 0 ? c / bc : 0)
+        printf "%-16s %10.3f %10.2f %10.3f %10.2f\n", t, w, w / bw, c, (bc > 0 ? c / bc : 0)
     }
     printf "\ntrace size: memshim %.2f bytes/allocation, heaptrack %.2f bytes/allocation\n", msb / n, htb / n
     printf "report: memshim %.3f s (%.1f M alloc+free events/s), heaptrack_print %.3f s\n", rs, ev / rs / 1e6, hs
