@@ -4,6 +4,7 @@
 //! other subcommands return 0 on success and 1 on error, printed as one `memshim: ...` line with its
 //! whole cause chain. A closed output pipe (`memshim report ... | head`) is not an error.
 mod analysis;
+mod append_symbols;
 mod args;
 mod bench;
 mod cmd;

@@ -69,6 +69,9 @@ pub struct Replayed {
     pub counters: Vec<Counter>,
     /// Placement and affinity calls, in order (the first `MAX_NUMA_CALLS`).
     pub numa_calls: Vec<(u64, u32, NumaCall)>,
+    /// Bytes of the trace up to the end of its last complete frame (the file is longer when its last
+    /// frame is torn).
+    pub complete_bytes: u64,
     /// The CPU each large block was allocated on, until its placement is known.
     pub alloc_cpu: HashMap<u64, u32>,
     /// Sampled placements of large blocks, with the allocating CPU and the block's stack.
@@ -138,6 +141,7 @@ pub fn replay(path: &Path) -> Result<Replayed> {
         fragmentation: Fragmentation::default(),
         counters: Vec::new(),
         numa_calls: Vec::new(),
+        complete_bytes: 0,
         alloc_cpu: HashMap::default(),
         placements: Vec::new(),
     };
@@ -154,13 +158,17 @@ pub fn replay(path: &Path) -> Result<Replayed> {
                         apply(&mut r, ev);
                     }
                 }
-                Batch::End { truncated, corrupt } => outcome = Some(Ok((truncated, corrupt))),
+                Batch::End {
+                    truncated,
+                    corrupt,
+                    complete_bytes,
+                } => outcome = Some(Ok((truncated, corrupt, complete_bytes))),
                 Batch::Failed(e) => outcome = Some(Err(e)),
             }
         }
         outcome
     });
-    let (truncated, corrupt) = match outcome {
+    let (truncated, corrupt, complete_bytes) = match outcome {
         Some(Ok(end)) => end,
         Some(Err(e)) => {
             return Err(e).with_context(|| format!("cannot read {}", path.display()));
@@ -169,6 +177,7 @@ pub fn replay(path: &Path) -> Result<Replayed> {
     };
     progress.finish_and_clear();
     r.corrupt = corrupt;
+    r.complete_bytes = complete_bytes;
     r.truncated = truncated || r.corrupt.is_some();
     Ok(r)
 }
@@ -179,6 +188,7 @@ enum Batch {
     End {
         truncated: bool,
         corrupt: Option<String>,
+        complete_bytes: u64,
     },
     Failed(memshim_trace::Error),
 }
@@ -202,12 +212,14 @@ fn decode<R: std::io::Read>(reader: &mut TraceReader<R>, tx: SyncSender<Batch>) 
                 break Batch::End {
                     truncated: reader.truncated(),
                     corrupt: None,
+                    complete_bytes: reader.offset(),
                 }
             }
             Err(e @ memshim_trace::Error::CorruptFrame { .. }) => {
                 break Batch::End {
                     truncated: true,
                     corrupt: Some(e.to_string()),
+                    complete_bytes: reader.offset(),
                 }
             }
             Err(e) => break Batch::Failed(e),

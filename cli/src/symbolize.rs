@@ -142,8 +142,27 @@ fn open_checked(path: &str, build_id: &[u8]) -> Result<Loader, Unusable> {
         if on_disk.as_deref() != Some(build_id) {
             return Err(Unusable::Changed);
         }
+        // Distributions ship debugging information apart, found by build id (libc6-dbg,
+        // *-dbgsym): it has the full symbol table and the DWARF the stripped library lacks.
+        if let Some(debug) = separate_debug_file(build_id) {
+            if let Ok(loader) = Loader::new(&debug) {
+                return Ok(loader);
+            }
+        }
     }
     Loader::new(path).map_err(|_| Unusable::Missing)
+}
+
+/// `/usr/lib/debug/.build-id/ab/cdef….debug` for build id `abcdef…`, if it exists.
+fn separate_debug_file(build_id: &[u8]) -> Option<std::path::PathBuf> {
+    let hex: String = build_id.iter().map(|b| format!("{b:02x}")).collect();
+    if hex.len() < 3 {
+        return None;
+    }
+    let path = std::path::Path::new("/usr/lib/debug/.build-id")
+        .join(&hex[..2])
+        .join(format!("{}.debug", &hex[2..]));
+    path.is_file().then_some(path)
 }
 
 /// Demangles C++ and Rust names; others pass through.

@@ -294,3 +294,24 @@ fn exec_chains_inherit_none_of_the_shims_descriptors() {
         "each exec'd program is traced"
     );
 }
+
+/// `memshim run` names every frame right after the command ends (out of its processes), so a report
+/// made after the binary is gone, as with test binaries in temporary directories, still has names.
+#[test]
+fn frames_are_named_even_after_the_binary_is_deleted() {
+    let dir = TestDir::new("frames_are_named_even_after_the_binary_is_deleted");
+    let prog = dir.compile("leaky.c");
+    memshim_run_ok(&dir, &prog, &NO_ARGS);
+    std::fs::remove_file(&prog).expect("delete the binary");
+    let report = report_json(&dir.traces());
+    let p = process_by_exe(&report, "leaky");
+    let site = site_with(p, "host", "leak_malloc");
+    assert_eq!(bytes_count(site), (300, 3));
+    assert!(
+        p["notes"].as_array().expect("notes").iter().any(|n| n
+            .as_str()
+            .is_some_and(|n| n.contains("added by memshim run"))),
+        "{}",
+        dump(p)
+    );
+}

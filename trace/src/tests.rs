@@ -277,3 +277,27 @@ fn event_times_are_kept_to_the_microsecond() {
     assert_eq!(got[0].t, 1_234_567_000);
     assert_eq!(got[1].t, 1_234_568_000);
 }
+
+#[test]
+fn frames_appended_after_the_end_are_read() {
+    let mut bytes = write(Some(3), 500);
+    let mut w = TraceWriter::append(&mut bytes, Some(3)).unwrap();
+    let extra = Event {
+        t: 123_000,
+        tid: 0,
+        record: Record::Symbols(vec![Symbol {
+            addr: 0x1234,
+            frames: vec![SymFrame {
+                function: Some("f".into()),
+                file: None,
+                line: 0,
+            }],
+        }]),
+    };
+    w.push(&extra).unwrap();
+    w.finish().unwrap();
+    let (got, truncated) = read_all(&bytes).unwrap();
+    assert!(!truncated, "an orderly end stays orderly");
+    assert_eq!(got.last(), Some(&extra));
+    assert_eq!(got.len(), events().len() + 1);
+}

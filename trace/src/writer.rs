@@ -49,6 +49,23 @@ impl<W: Write> TraceWriter<W> {
         })
     }
 
+    /// Continues an existing trace: `out` must be positioned at the end of its last complete frame.
+    /// Writes no preamble (used to add symbols to a finished trace).
+    pub fn append(out: W, zstd_level: Option<i32>) -> io::Result<Self> {
+        let compressor = match zstd_level {
+            Some(level) => Some(zstd::bulk::Compressor::new(level)?),
+            None => None,
+        };
+        Ok(TraceWriter {
+            out,
+            raw: Vec::with_capacity(1 << 16),
+            frame: Vec::new(),
+            deltas: Deltas::default(),
+            zstd_level,
+            compressor,
+        })
+    }
+
     /// Appends one event to the current frame.
     pub fn push(&mut self, event: &Event) -> io::Result<()> {
         let (dt, dtid, record) = self.deltas.encode(event);

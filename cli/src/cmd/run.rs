@@ -35,11 +35,17 @@ pub fn run(output: Option<PathBuf>, quiet: bool, command: Vec<String>) -> Result
         preload.push(":");
         preload.push(old);
     }
-    let mut child = Command::new(program)
-        .args(&command[1..])
+    let mut cmd = Command::new(program);
+    cmd.args(&command[1..])
         .env("LD_PRELOAD", preload)
         .env("MEMSHIM_OUTPUT", &dir)
-        .env("MEMSHIM_QUIET", "1")
+        .env("MEMSHIM_QUIET", "1");
+    // Symbols are added after the command, out of its processes (see append_symbols), unless the
+    // user asked for in-process symbolization one way or the other.
+    if std::env::var_os("MEMSHIM_SYMBOLIZE").is_none() {
+        cmd.env("MEMSHIM_SYMBOLIZE", "0");
+    }
+    let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot run {program}"))?;
     // Like a shell, leave Ctrl-C and Ctrl-\ to the command (it shares our terminal) and report after.
@@ -48,6 +54,13 @@ pub fn run(output: Option<PathBuf>, quiet: bool, command: Vec<String>) -> Result
         .wait()
         .with_context(|| format!("cannot wait for {program}"))?;
     let found = traces::in_dir(&dir)?;
+    for trace in &found {
+        if let Err(e) = crate::append_symbols::append(trace) {
+            eprintln!(
+                "memshim: warning: {e:#} (the report will name frames from the files on disk)"
+            );
+        }
+    }
     let how = match (status.code(), status.signal()) {
         (Some(c), _) => format!("exited with status {c}"),
         (None, Some(s)) => format!("was killed by signal {s}"),
