@@ -19,7 +19,7 @@ use crate::symbolize::Symbolizer;
 
 /// Appends symbols for the addresses the trace does not name yet; returns how many were named.
 pub fn append(path: &Path) -> Result<usize> {
-    let t = replay::replay(path)?;
+    let t = replay::replay_with(path, replay::Detail::Symbols)?;
     let size = std::fs::metadata(path)
         .with_context(|| format!("cannot read {}", path.display()))?
         .len();

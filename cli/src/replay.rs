@@ -115,6 +115,20 @@ pub fn kind_name(r: &Record) -> &'static str {
 /// Reads and analyses the trace at `path`. A corrupt frame stops the replay but keeps what came
 /// before it (marked truncated, with the reason in `corrupt`); an unreadable header is an error.
 pub fn replay(path: &Path) -> Result<Replayed> {
+    replay_with(path, Detail::Full)
+}
+
+/// How much of a trace a replay analyses.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Detail {
+    /// Everything.
+    Full,
+    /// Only what naming frames needs: stacks, modules, symbols (the analyses stay empty).
+    Symbols,
+}
+
+/// Reads the trace at `path`, analysing it as far as `detail` asks.
+pub fn replay_with(path: &Path, detail: Detail) -> Result<Replayed> {
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let progress = crate::progress::for_file(path, &file);
     let input = progress.wrap_read(BufReader::with_capacity(1 << 20, file));
@@ -155,7 +169,9 @@ pub fn replay(path: &Path) -> Result<Replayed> {
             match batch {
                 Batch::Events(events) => {
                     for ev in events {
-                        apply(&mut r, ev);
+                        if detail == Detail::Full || names_frames(&ev.record) {
+                            apply(&mut r, ev);
+                        }
                     }
                 }
                 Batch::End {
@@ -227,6 +243,19 @@ fn decode<R: std::io::Read>(reader: &mut TraceReader<R>, tx: SyncSender<Batch>) 
     };
     let _ = tx.send(Batch::Events(batch));
     let _ = tx.send(end);
+}
+
+/// The records a symbols-only replay keeps.
+fn names_frames(r: &Record) -> bool {
+    matches!(
+        r,
+        Record::Stack(_)
+            | Record::ModuleLoad(_)
+            | Record::ModuleUnload(_)
+            | Record::Symbols(_)
+            | Record::End(_)
+            | Record::Note(_)
+    )
 }
 
 /// Applies one event to the analyses.
