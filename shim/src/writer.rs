@@ -43,7 +43,6 @@ pub struct Writer {
     addresses: HashSet<u64>,
     modules: HashMap<(String, u64), ()>,
     dropped_written: u64,
-    events: u64,
     placements: Placements,
 }
 
@@ -67,7 +66,6 @@ impl Writer {
             addresses: HashSet::new(),
             modules: HashMap::new(),
             dropped_written: 0,
-            events: 0,
             placements: Placements::default(),
         };
         let topology = w.out.push(&Event {
@@ -131,7 +129,6 @@ impl Writer {
         &mut self,
         msg: Msg,
     ) -> io::Result<Option<(EndReason, crossbeam_channel::Sender<()>)>> {
-        self.events += 1;
         let (t, tid, record) = match msg {
             Msg::Alloc {
                 t,

@@ -17,7 +17,6 @@ pub struct TraceWriter<W: Write> {
     raw: Vec<u8>,
     frame: Vec<u8>,
     deltas: Deltas,
-    zstd_level: Option<i32>,
     compressor: Option<zstd::bulk::Compressor<'static>>,
 }
 
@@ -35,18 +34,7 @@ impl<W: Write> TraceWriter<W> {
         pre.extend_from_slice(&body);
         out.write_all(&pre)?;
         out.flush()?;
-        let compressor = match zstd_level {
-            Some(level) => Some(zstd::bulk::Compressor::new(level)?),
-            None => None,
-        };
-        Ok(TraceWriter {
-            out,
-            raw: Vec::with_capacity(1 << 16),
-            frame: Vec::new(),
-            deltas: Deltas::default(),
-            zstd_level,
-            compressor,
-        })
+        Self::append(out, zstd_level)
     }
 
     /// Continues an existing trace: `out` must be positioned at the end of its last complete frame.
@@ -61,7 +49,6 @@ impl<W: Write> TraceWriter<W> {
             raw: Vec::with_capacity(1 << 16),
             frame: Vec::new(),
             deltas: Deltas::default(),
-            zstd_level,
             compressor,
         })
     }
@@ -110,11 +97,6 @@ impl<W: Write> TraceWriter<W> {
         self.deltas.reset();
         self.out.write_all(&self.frame)?;
         self.out.flush()
-    }
-
-    /// The compression level in use, if any.
-    pub fn zstd_level(&self) -> Option<i32> {
-        self.zstd_level
     }
 
     /// Flushes the last frame and gives back the output.
