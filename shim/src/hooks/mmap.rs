@@ -27,7 +27,7 @@ pub extern "C" fn mmap(
     p
 }
 
-/// `mmap64`.
+/// `mmap64`: the same function as `mmap` on 64-bit glibc.
 #[no_mangle]
 pub extern "C" fn mmap64(
     addr: *mut c_void,
@@ -37,9 +37,7 @@ pub extern "C" fn mmap64(
     fd: c_int,
     off: libc::off_t,
 ) -> *mut c_void {
-    let p = real::mmap64(addr, len, prot, flags, fd, off);
-    record_map(MapFn::Mmap, p, len, prot, flags);
-    p
+    mmap(addr, len, prot, flags, fd, off)
 }
 
 /// `munmap`: recorded before the real call, so the range cannot be reused before the record.

@@ -1,0 +1,202 @@
+//! The real functions behind every hook, and the bootstrap that finds them.
+//!
+//! # Safety
+//! Each hooked symbol is resolved once with `dlsym(RTLD_NEXT, name)`, so memshim sits in front of
+//! whatever allocator comes next (glibc, or jemalloc/tcmalloc preloaded after us). `dlsym` itself may
+//! call `calloc`/`malloc` while we resolve: those calls, made on the resolving thread, are served from a
+//! static bootstrap arena, and `free` of an arena pointer is ignored. A resolved pointer is stored once
+//! and never changes, and it always has the C signature of the symbol it names, which is what makes the
+//! transmutes below sound. When a symbol cannot be found, glibc's `__libc_*` entry points stand in.
+#![allow(unsafe_code)]
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
+
+use crate::bootstrap;
+
+/// glibc's own `dlsym`, found with `dlvsym` because the shim exports a `dlsym` of its own.
+static REAL_DLSYM: AtomicUsize = AtomicUsize::new(0);
+
+const UNRESOLVED: u8 = 0;
+const RESOLVING: u8 = 1;
+const RESOLVED: u8 = 2;
+static STATE: AtomicU8 = AtomicU8::new(UNRESOLVED);
+
+/// The thread id of the thread resolving the symbols (0 when none): calls it makes while resolving are
+/// served from the arena. An atomic, not a thread-local: see `guard` for why the shim keeps no Rust
+/// thread-locals on the allocation path.
+static RESOLVER: AtomicU32 = AtomicU32::new(0);
+
+fn is_resolver() -> bool {
+    let r = RESOLVER.load(Ordering::Acquire);
+    r != 0 && r == crate::sys::gettid()
+}
+
+/// One resolvable symbol: its name and the address found for it (0 until resolved or when absent).
+pub struct Sym {
+    name: &'static CStr,
+    addr: AtomicUsize,
+}
+
+impl Sym {
+    const fn new(name: &'static CStr) -> Self {
+        Sym {
+            name,
+            addr: AtomicUsize::new(0),
+        }
+    }
+
+    /// The address, once resolution is complete.
+    #[inline]
+    pub fn get(&self) -> Option<usize> {
+        if !ensure_resolved() {
+            return None;
+        }
+        match self.addr.load(Ordering::Relaxed) {
+            0 => None,
+            a => Some(a),
+        }
+    }
+}
+
+macro_rules! symbols {
+    ($($id:ident = $name:literal;)*) => {
+        $(pub static $id: Sym = Sym::new($name);)*
+        static ALL: &[&Sym] = &[$(&$id),*];
+    };
+}
+
+symbols! {
+    MALLOC = c"malloc";
+    CALLOC = c"calloc";
+    REALLOC = c"realloc";
+    FREE = c"free";
+    POSIX_MEMALIGN = c"posix_memalign";
+    ALIGNED_ALLOC = c"aligned_alloc";
+    MEMALIGN = c"memalign";
+    VALLOC = c"valloc";
+    PVALLOC = c"pvalloc";
+    MMAP = c"mmap";
+    MUNMAP = c"munmap";
+    MREMAP = c"mremap";
+    EXECVE = c"execve";
+    EXECV = c"execv";
+    EXECVP = c"execvp";
+    EXECVPE = c"execvpe";
+    FEXECVE = c"fexecve";
+    DLCLOSE = c"dlclose";
+    MBIND = c"mbind";
+    SET_MEMPOLICY = c"set_mempolicy";
+    MIGRATE_PAGES = c"migrate_pages";
+    MOVE_PAGES = c"move_pages";
+    SCHED_SETAFFINITY = c"sched_setaffinity";
+    PTHREAD_SETAFFINITY_NP = c"pthread_setaffinity_np";
+    UNDERSCORE_EXIT = c"_exit";
+    UNDERSCORE_CAPITAL_EXIT = c"_Exit";
+}
+
+/// True once every symbol has been looked up; false on the resolving thread while it resolves.
+#[inline]
+fn ensure_resolved() -> bool {
+    if STATE.load(Ordering::Acquire) == RESOLVED {
+        return true;
+    }
+    resolve_slow()
+}
+
+#[cold]
+fn resolve_slow() -> bool {
+    if is_resolver() {
+        return false;
+    }
+    match STATE.compare_exchange(UNRESOLVED, RESOLVING, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => {
+            RESOLVER.store(crate::sys::gettid(), Ordering::Release);
+            for version in [c"GLIBC_2.34", c"GLIBC_2.2.5"] {
+                // SAFETY: RTLD_NEXT is a valid pseudo-handle; both strings are NUL-terminated.
+                let p =
+                    unsafe { libc::dlvsym(libc::RTLD_NEXT, c"dlsym".as_ptr(), version.as_ptr()) };
+                if !p.is_null() {
+                    REAL_DLSYM.store(p as usize, Ordering::Relaxed);
+                    break;
+                }
+            }
+            for sym in ALL {
+                let p = dlsym(libc::RTLD_NEXT, sym.name);
+                sym.addr.store(p as usize, Ordering::Relaxed);
+            }
+            RESOLVER.store(0, Ordering::Release);
+            STATE.store(RESOLVED, Ordering::Release);
+            true
+        }
+        Err(_) => {
+            // Another thread is resolving; it finishes in microseconds.
+            while STATE.load(Ordering::Acquire) != RESOLVED {
+                std::hint::spin_loop();
+            }
+            true
+        }
+    }
+}
+
+/// glibc's `dlsym`, called from inside the shim (so `RTLD_NEXT` means "after libmemshim").
+pub fn dlsym(handle: *mut c_void, name: &CStr) -> *mut c_void {
+    real_dlsym_raw(handle, name.as_ptr())
+}
+
+/// glibc's `dlsym` for a raw name pointer; null when it is not known yet.
+pub fn real_dlsym_raw(handle: *mut c_void, name: *const c_char) -> *mut c_void {
+    let a = REAL_DLSYM.load(Ordering::Acquire);
+    if a == 0 {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: REAL_DLSYM holds glibc's dlsym, found by dlvsym, whose signature this is.
+    unsafe {
+        std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut c_void>(
+            a,
+        )(handle, name)
+    }
+}
+
+/// The address of glibc's `dlsym`, resolving first if needed (0 when unavailable).
+pub fn real_dlsym_addr() -> usize {
+    ensure_resolved();
+    REAL_DLSYM.load(Ordering::Acquire)
+}
+
+/// Calls the symbol's function if it resolved, else `fallback`.
+macro_rules! call {
+    ($sym:expr, fn($($t:ty),* $(,)?) -> $r:ty, ($($a:expr),* $(,)?), $fallback:expr $(,)?) => {
+        match $sym.get() {
+            // SAFETY: the address was returned by dlsym for this very symbol, whose C signature is the
+            // one named here (see the module's safety note).
+            Some(a) => unsafe {
+                std::mem::transmute::<usize, unsafe extern "C" fn($($t),*) -> $r>(a)($($a),*)
+            },
+            None => $fallback,
+        }
+    };
+}
+
+mod heap;
+mod map;
+mod numa;
+mod process;
+
+pub use heap::*;
+pub use map::*;
+// Only the hooks call these, and the hooks are not built for unit tests.
+#[cfg_attr(test, allow(unused_imports))]
+pub use numa::*;
+#[cfg_attr(test, allow(unused_imports))]
+pub use process::*;
+
+fn missing() -> c_int {
+    set_errno(libc::ENOSYS);
+    -1
+}
+
+pub(crate) fn set_errno(e: c_int) {
+    // SAFETY: __errno_location returns this thread's errno slot, always valid.
+    unsafe { *libc::__errno_location() = e };
+}
