@@ -12,9 +12,8 @@ type Argv = *const *const c_char;
 fn around_exec(exec: impl FnOnce() -> c_int) -> c_int {
     let closed = recorder::lifecycle(session::before_exec);
     let r = exec();
-    let saved = crate::sys::errno();
+    // `lifecycle` keeps errno, so the caller still sees why the exec failed.
     recorder::lifecycle(|| session::after_failed_exec(closed));
-    crate::sys::set_errno(saved);
     r
 }
 

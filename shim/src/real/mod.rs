@@ -13,6 +13,7 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
 use crate::bootstrap;
+use crate::sys::set_errno;
 
 /// glibc's own `dlsym`, found with `dlvsym` because the shim exports a `dlsym` of its own.
 static REAL_DLSYM: AtomicUsize = AtomicUsize::new(0);
@@ -194,9 +195,4 @@ pub use process::*;
 fn missing() -> c_int {
     set_errno(libc::ENOSYS);
     -1
-}
-
-pub(crate) fn set_errno(e: c_int) {
-    // SAFETY: __errno_location returns this thread's errno slot, always valid.
-    unsafe { *libc::__errno_location() = e };
 }
