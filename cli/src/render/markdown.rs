@@ -51,7 +51,7 @@ impl Markdown {
         writeln!(
             out,
             "\n## `{}` (pid {})\n",
-            one_line(&p.argv.join(" ")),
+            escape(&super::one_line(&p.argv.join(" "))),
             p.pid
         )?;
         let mut facts = vec![format!("ran {:.3} s", p.duration_s)];
@@ -274,19 +274,6 @@ fn escape(s: &str) -> String {
 
 fn exe_name(p: &Process) -> String {
     escape(p.exe.rsplit('/').next().unwrap_or(&p.exe))
-}
-
-fn one_line(s: &str) -> String {
-    let flat: String = s
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    let flat = escape(&flat);
-    if flat.chars().count() > 100 {
-        format!("{}…", flat.chars().take(99).collect::<String>())
-    } else {
-        flat
-    }
 }
 
 /// The first sentence of a finding (up to the first colon or semicolon), for the summary list.

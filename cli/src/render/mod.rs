@@ -29,6 +29,21 @@ pub fn human_bytes(n: u64) -> String {
     format!("{v:.1} {}", UNITS[unit])
 }
 
+/// A command line for a heading: control characters and runs of whitespace become one space, and
+/// anything past 100 characters is cut, so a `python -c` script cannot break the layout.
+pub fn one_line(s: &str) -> String {
+    let flat = s
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if flat.chars().count() > 100 {
+        format!("{}...", flat.chars().take(97).collect::<String>())
+    } else {
+        flat
+    }
+}
+
 #[cfg(test)]
 mod fixture;
 
@@ -41,6 +56,15 @@ pub fn fixture_report() -> crate::report::model::Report {
 #[cfg(test)]
 mod tests {
     use super::Render;
+
+    #[test]
+    fn commands_fit_on_one_line() {
+        assert_eq!(
+            super::one_line("python -c \"\nimport x\n\""),
+            "python -c \" import x \""
+        );
+        assert_eq!(super::one_line(&"a".repeat(150)).chars().count(), 100);
+    }
 
     /// Compares a renderer's output for the fixture report with its committed snapshot;
     /// `UPDATE_SNAPSHOTS=1 cargo test` rewrites the snapshots after an intended change.

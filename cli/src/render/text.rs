@@ -1,7 +1,7 @@
 //! Text for a terminal: a summary per process, then the top leak sites with their stacks.
 use std::io::{self, Write};
 
-use super::{human_bytes, Render};
+use super::{human_bytes, one_line, Render};
 use crate::report::model::{FrameOut, LeakClass, Process, Report, Site};
 use crate::report::owner::first_program_function;
 
@@ -443,31 +443,5 @@ fn frame_line(f: &FrameOut) -> String {
             format!("{func}  {short}:{line}")
         }
         _ => format!("{func}  ({module} {})", f.address),
-    }
-}
-
-/// A command line on one line of at most 100 characters.
-fn one_line(s: &str) -> String {
-    let flat: String = s
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    let flat = flat.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > 100 {
-        format!("{}...", flat.chars().take(97).collect::<String>())
-    } else {
-        flat
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn commands_fit_on_one_line() {
-        assert_eq!(
-            super::one_line("python -c \"\nimport x\n\""),
-            "python -c \" import x \""
-        );
-        assert_eq!(super::one_line(&"a".repeat(150)).chars().count(), 100);
     }
 }
