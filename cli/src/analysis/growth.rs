@@ -42,6 +42,20 @@ impl HighWater {
             }
         }
     }
+
+    /// Folds in another curve of the same site (another memory kind): the running maximum over both
+    /// curves' points, a lower bound of their sum because the two kinds' highs need not coincide.
+    pub fn merge(&mut self, other: &HighWater) {
+        let mut all: Vec<(u64, u64)> = self
+            .points
+            .drain(..)
+            .chain(other.points.iter().copied())
+            .collect();
+        all.sort_unstable();
+        for (t, live) in all {
+            self.observe(t, live);
+        }
+    }
 }
 
 /// A site found growing.

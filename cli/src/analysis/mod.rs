@@ -26,6 +26,33 @@ pub struct SiteStats {
     pub est_live_count: f64,
 }
 
+impl SiteStats {
+    /// Adds another heap's numbers for the same stack, as when device and physical CUDA memory are
+    /// reported together.
+    pub fn absorb(&mut self, other: &SiteStats) {
+        self.allocations += other.allocations;
+        self.allocated_bytes += other.allocated_bytes;
+        self.live_count += other.live_count;
+        self.live_bytes += other.live_bytes;
+        self.high_water.merge(&other.high_water);
+        self.est_live_bytes += other.est_live_bytes;
+        self.est_live_count += other.est_live_count;
+    }
+}
+
+/// Several heaps' sites summed by stack id: a stack that allocated more than one kind keeps all of it.
+pub fn merge_sites<'a>(
+    heaps: impl IntoIterator<Item = &'a rustc_hash::FxHashMap<u32, SiteStats>>,
+) -> rustc_hash::FxHashMap<u32, SiteStats> {
+    let mut merged = rustc_hash::FxHashMap::<u32, SiteStats>::default();
+    for sites in heaps {
+        for (id, s) in sites {
+            merged.entry(*id).or_default().absorb(s);
+        }
+    }
+    merged
+}
+
 /// Live blocks grouped by site, largest first (ties by count, then stack id for a stable order).
 pub fn live_sites(sites: &rustc_hash::FxHashMap<u32, SiteStats>) -> Vec<(u32, SiteStats)> {
     let mut v: Vec<(u32, SiteStats)> = sites
@@ -40,4 +67,37 @@ pub fn live_sites(sites: &rustc_hash::FxHashMap<u32, SiteStats>) -> Vec<(u32, Si
             .then(a.0.cmp(&b.0))
     });
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(live_bytes: u64, t: u64) -> SiteStats {
+        let mut s = SiteStats {
+            allocations: 2,
+            allocated_bytes: 2 * live_bytes,
+            live_count: 1,
+            live_bytes,
+            ..SiteStats::default()
+        };
+        s.high_water.observe(t, live_bytes);
+        s
+    }
+
+    #[test]
+    fn merged_sites_add_up_by_stack() {
+        let a: rustc_hash::FxHashMap<u32, SiteStats> =
+            [(7, site(100, 10)), (8, site(5, 1))].into_iter().collect();
+        let b: rustc_hash::FxHashMap<u32, SiteStats> = [(7, site(300, 20))].into_iter().collect();
+        let m = merge_sites([&a, &b]);
+        assert_eq!(m.len(), 2);
+        let s = &m[&7];
+        assert_eq!(
+            (s.allocations, s.allocated_bytes, s.live_count, s.live_bytes),
+            (4, 800, 2, 400)
+        );
+        assert_eq!(s.high_water.points, vec![(10, 100), (20, 300)]);
+        assert_eq!(m[&8], site(5, 1));
+    }
 }

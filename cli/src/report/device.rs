@@ -6,6 +6,7 @@ use super::model::{
     DeviceRow, DeviceSection, FailureOut, Finding, KindRow, LeakClass, ManagedHints, SizeBucket,
 };
 use crate::analysis::device::{CUDA_ERROR_OUT_OF_MEMORY, DEVICE_SIZE_BUCKETS};
+use crate::analysis::merge_sites;
 use crate::render::human_bytes;
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
@@ -13,15 +14,12 @@ use crate::symbolize::Symbolizer;
 /// The leak classes of CUDA memory: device (with physical), managed, pinned, registered.
 pub fn leaks(t: &Replayed, sym: &mut Symbolizer) -> [LeakClass; 4] {
     let sites = |kinds: &[DeviceMemory]| {
-        let mut merged = rustc_hash::FxHashMap::default();
-        for k in kinds {
-            if let Some(h) = t.device.kinds.get(k) {
-                for (id, s) in h.sites() {
-                    merged.insert(*id, s.clone());
-                }
-            }
-        }
-        merged
+        merge_sites(
+            kinds
+                .iter()
+                .filter_map(|k| t.device.kinds.get(k))
+                .map(|h| h.sites()),
+        )
     };
     [
         leak_class(

@@ -1,12 +1,10 @@
 //! The growth section: sites whose live memory kept climbing, host and device.
-use rustc_hash::FxHashMap as HashMap;
-
 use memshim_trace::DeviceMemory;
 
 use super::build::frames;
 use super::model::{Finding, GrowthSection, GrowthSite};
 use crate::analysis::growth::{growing, Growing};
-use crate::analysis::SiteStats;
+use crate::analysis::merge_sites;
 use crate::render::human_bytes;
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
@@ -24,14 +22,12 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
         t.heap.last_t,
         HOST_MIN_BYTES,
     );
-    let mut dev_sites: HashMap<u32, SiteStats> = HashMap::default();
-    let mut dev_end = 0;
-    for k in [DeviceMemory::Device, DeviceMemory::Physical] {
-        if let Some(h) = t.device.kinds.get(&k) {
-            dev_sites.extend(h.sites().iter().map(|(k, v)| (*k, v.clone())));
-            dev_end = dev_end.max(h.last_t);
-        }
-    }
+    let dev_heaps: Vec<_> = [DeviceMemory::Device, DeviceMemory::Physical]
+        .iter()
+        .filter_map(|k| t.device.kinds.get(k))
+        .collect();
+    let dev_sites = merge_sites(dev_heaps.iter().map(|h| h.sites()));
+    let dev_end = dev_heaps.iter().map(|h| h.last_t).max().unwrap_or(0);
     let device = growing(
         dev_sites.iter().map(|(k, v)| (*k, v)),
         dev_end,
