@@ -347,28 +347,23 @@ fn bench_stores_ceilings_and_reports_compare_against_them() {
     traced_cuda(&dir, "copies", &[]);
     let ceilings = dir.path("ceilings.json");
     let report_with = |path: &Path| -> Value {
-        let out = Command::new(&artifacts().memshim)
-            .args(["report", "--format", "json"])
-            .arg(dir.traces())
-            .env("MEMSHIM_CEILINGS", path)
-            .output()
-            .expect("memshim report runs");
+        let out = run_ok(
+            memshim_cmd()
+                .args(["report", "--format", "json"])
+                .arg(dir.traces())
+                .env("MEMSHIM_CEILINGS", path),
+        );
         serde_json::from_slice(&out.stdout).expect("report is JSON")
     };
     // Ceilings a developer measured on this machine must not leak into the test.
     let without = report_with(&dir.path("no-ceilings.json"));
-    let bench = Command::new(&artifacts().memshim)
-        .args(["bench", "--quick", "-o"])
-        .arg(&ceilings)
-        .env("LD_LIBRARY_PATH", dir.path("cuda"))
-        .output()
-        .expect("memshim bench runs");
-    let stdout = String::from_utf8_lossy(&bench.stdout);
-    assert!(
-        bench.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&bench.stderr)
+    let bench = run_ok(
+        memshim_cmd()
+            .args(["bench", "--quick", "-o"])
+            .arg(&ceilings)
+            .env("LD_LIBRARY_PATH", dir.path("cuda")),
     );
+    let stdout = String::from_utf8_lossy(&bench.stdout);
     assert!(
         stdout.contains("GPU 0 (memshim stand-in device)"),
         "{stdout}"
@@ -406,15 +401,10 @@ fn bench_stores_ceilings_and_reports_compare_against_them() {
 fn perfetto_timeline_has_memory_counters_and_every_copy() {
     let dir = TestDir::new("perfetto_timeline_has_memory_counters_and_every_copy");
     traced_cuda(&dir, "copies", &[]);
-    let out = Command::new(&artifacts().memshim)
-        .args(["export", "--perfetto"])
-        .arg(dir.traces())
-        .output()
-        .expect("memshim export runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_ok(
+        memshim_cmd()
+            .args(["export", "--perfetto"])
+            .arg(dir.traces()),
     );
     let doc: Value = serde_json::from_slice(&out.stdout).expect("trace-event JSON");
     let events = doc["traceEvents"].as_array().expect("traceEvents");

@@ -6,18 +6,13 @@ use serde_json::Value;
 use crate::util::*;
 
 fn report(dir: &TestDir, args: &[&str], home: &std::path::Path) -> String {
-    let out = Command::new(&artifacts().memshim)
-        .arg("report")
-        .args(args)
-        .arg(dir.traces())
-        .env("HOME", home)
-        .env("USER", "memshim-test-user")
-        .output()
-        .expect("memshim report runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_ok(
+        memshim_cmd()
+            .arg("report")
+            .args(args)
+            .arg(dir.traces())
+            .env("HOME", home)
+            .env("USER", "memshim-test-user"),
     );
     String::from_utf8(out.stdout).expect("utf-8 report")
 }
@@ -85,15 +80,10 @@ fn collapsed_stacks_for_flame_graphs_by_leaked_and_allocated_bytes() {
     let prog = dir.compile("leaky.c");
     memshim_run_ok(&dir, &prog, &[] as &[&str]);
     let export = |by: &str| -> Vec<String> {
-        let out = Command::new(&artifacts().memshim)
-            .args(["export", "--collapsed", "--by", by])
-            .arg(dir.traces())
-            .output()
-            .expect("memshim export runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = run_ok(
+            memshim_cmd()
+                .args(["export", "--collapsed", "--by", by])
+                .arg(dir.traces()),
         );
         String::from_utf8(out.stdout)
             .expect("utf-8")
@@ -130,28 +120,22 @@ fn diff_shows_the_site_a_fix_removed() {
     let dir = TestDir::new("diff_shows_the_site_a_fix_removed");
     let prog = dir.compile("fixable.c");
     let run = |arg: &str, out: &str| {
-        let status = Command::new(&artifacts().memshim)
-            .args(["run", "--quiet", "-o"])
-            .arg(dir.path(out))
-            .arg("--")
-            .arg(&prog)
-            .arg(arg)
-            .status()
-            .expect("memshim runs");
-        assert!(status.success());
+        run_ok(
+            memshim_cmd()
+                .args(["run", "--quiet", "-o"])
+                .arg(dir.path(out))
+                .arg("--")
+                .arg(&prog)
+                .arg(arg),
+        );
     };
     run("10", "before");
     run("0", "after");
-    let out = Command::new(&artifacts().memshim)
-        .args(["diff", "--format", "json"])
-        .arg(dir.path("before"))
-        .arg(dir.path("after"))
-        .output()
-        .expect("memshim diff runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_ok(
+        memshim_cmd()
+            .args(["diff", "--format", "json"])
+            .arg(dir.path("before"))
+            .arg(dir.path("after")),
     );
     let d: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(d["schema"], "memshim.diff/1");
@@ -181,12 +165,12 @@ fn diff_shows_the_site_a_fix_removed() {
         "keep_config did not change"
     );
     assert_eq!(p["leaked_heap"]["delta"], -10000);
-    let text = Command::new(&artifacts().memshim)
-        .arg("diff")
-        .arg(dir.path("before"))
-        .arg(dir.path("after"))
-        .output()
-        .expect("memshim diff runs");
+    let text = run_ok(
+        memshim_cmd()
+            .arg("diff")
+            .arg(dir.path("before"))
+            .arg(dir.path("after")),
+    );
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("leak_per_request"), "{text}");
     assert!(text.contains("(-9.8 KiB)"), "{text}");
@@ -212,16 +196,11 @@ fn html_report_is_self_contained_and_renders_in_chromium() {
     let prog = dir.compile("growing.c");
     memshim_run_ok(&dir, &prog, &[] as &[&str]);
     let page = dir.path("report.html");
-    let out = Command::new(&artifacts().memshim)
-        .args(["report", "--format", "html", "-o"])
-        .arg(&page)
-        .arg(dir.traces())
-        .output()
-        .expect("memshim report runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        memshim_cmd()
+            .args(["report", "--format", "html", "-o"])
+            .arg(&page)
+            .arg(dir.traces()),
     );
     let html = std::fs::read_to_string(&page).expect("the page");
     assert!(html.contains(

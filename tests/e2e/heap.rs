@@ -278,15 +278,14 @@ fn sampling_keeps_totals_exact_and_estimates_sites() {
     let (_, full) = traced(&dir, &prog, &NO_ARGS);
     let full = process_by_exe(&full, "many_leaks").clone();
     let sampled_dir = TestDir::new("sampling_keeps_totals_exact_and_estimates_sites_sampled");
-    let out = std::process::Command::new(&artifacts().memshim)
-        .args(["run", "--quiet", "-o"])
-        .arg(sampled_dir.traces())
-        .arg("--")
-        .arg(&prog)
-        .env("MEMSHIM_SAMPLE_BYTES", "4096")
-        .output()
-        .expect("memshim runs");
-    assert!(out.status.success());
+    run_ok(
+        memshim_cmd()
+            .args(["run", "--quiet", "-o"])
+            .arg(sampled_dir.traces())
+            .arg("--")
+            .arg(&prog)
+            .env("MEMSHIM_SAMPLE_BYTES", "4096"),
+    );
     let report = report_json(&sampled_dir.traces());
     let p = process_by_exe(&report, "many_leaks");
     assert_eq!(p["sampling_bytes"], 4096);

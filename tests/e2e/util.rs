@@ -141,7 +141,7 @@ impl Outcome {
     }
 }
 
-fn run_command(mut cmd: Command) -> Outcome {
+fn run_command(cmd: &mut Command) -> Outcome {
     // Keep the tests hermetic: no settings from the caller's environment reach the shim.
     for var in [
         "LD_PRELOAD",
@@ -171,14 +171,24 @@ fn run_command(mut cmd: Command) -> Outcome {
 pub fn run_bare<S: AsRef<OsStr>>(cwd: &Path, prog: &Path, args: &[S]) -> Outcome {
     let mut cmd = Command::new(prog);
     cmd.args(args).current_dir(cwd);
-    run_command(cmd)
+    run_command(&mut cmd)
 }
 
 /// Runs `memshim ARGS`.
 pub fn memshim<S: AsRef<OsStr>>(args: &[S]) -> Outcome {
-    let mut cmd = Command::new(&artifacts().memshim);
-    cmd.args(args);
-    run_command(cmd)
+    run_command(memshim_cmd().args(args))
+}
+
+/// A `memshim` command for a test to finish configuring and hand to [`run_ok`].
+pub fn memshim_cmd() -> Command {
+    Command::new(&artifacts().memshim)
+}
+
+/// Runs a configured command as hermetically as the others; it must exit 0.
+pub fn run_ok(cmd: &mut Command) -> Outcome {
+    let out = run_command(cmd);
+    assert!(out.status.success(), "{}", out.describe());
+    out
 }
 
 /// Runs `memshim run --quiet -o <dir>/traces -- prog args` in the test directory (quiet, so that
@@ -193,7 +203,7 @@ pub fn memshim_run<S: AsRef<OsStr>>(dir: &TestDir, prog: &Path, args: &[S]) -> O
         .arg(prog)
         .args(args)
         .current_dir(&dir.root);
-    run_command(cmd)
+    run_command(&mut cmd)
 }
 
 /// `memshim run` that must exit 0 (the examples all exit 0 unless a test says otherwise).
