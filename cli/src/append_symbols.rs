@@ -31,7 +31,7 @@ pub fn append(path: &Path) -> Result<usize> {
         .values()
         .flatten()
         .copied()
-        .filter(|a| !t.symbols.contains_key(a))
+        .filter(|&a| a & memshim_trace::PYTHON_FRAME == 0 && !t.symbols.contains_key(&a))
         .collect();
     let mut sym = Symbolizer::default();
     let symbols: Vec<Symbol> = addrs

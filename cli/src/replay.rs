@@ -10,8 +10,8 @@ use std::sync::mpsc::SyncSender;
 
 use anyhow::{bail, Context, Result};
 use memshim_trace::{
-    Counter, End, Event, Header, Module, NumaCall, NumaNode, Placement, Record, SymFrame,
-    TraceReader,
+    Counter, End, Event, Header, Module, NumaCall, NumaNode, Placement, PyCode, PythonRuntime,
+    Record, SymFrame, TraceReader,
 };
 
 use crate::analysis::fragmentation::Fragmentation;
@@ -76,6 +76,25 @@ pub struct Replayed {
     pub alloc_cpu: HashMap<u64, u32>,
     /// Sampled placements of large blocks, with the allocating CPU and the block's stack.
     pub placements: Vec<(Placement, Option<u32>, Option<u32>)>,
+    /// The Python interpreter the process ran, if any.
+    pub python: Option<PythonRuntime>,
+    /// Python code objects by id, with their names resolved from the string table.
+    pub py_codes: HashMap<u32, PyFunction>,
+    /// Stack ids that share their Python frames with a smaller id, mapped to it (one site per
+    /// Python location).
+    pub py_groups: HashMap<u32, u32>,
+    /// The string table, until the code objects that use it are resolved.
+    py_strings: HashMap<u32, String>,
+    /// Code objects whose strings were not defined yet.
+    py_pending: Vec<PyCode>,
+}
+
+/// A Python function (code object): what a Python frame names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PyFunction {
+    pub name: String,
+    pub file: String,
+    pub first_line: u32,
 }
 
 /// Placement and affinity calls kept.
@@ -109,6 +128,9 @@ pub fn kind_name(r: &Record) -> &'static str {
         Record::NumaCall(_) => "numa_call",
         Record::AllocCpu(_) => "alloc_cpu",
         Record::Placement(_) => "placement",
+        Record::PyString(_) => "py_string",
+        Record::PyCode(_) => "py_code",
+        Record::Python(_) => "python",
     }
 }
 
@@ -158,6 +180,11 @@ pub fn replay_with(path: &Path, detail: Detail) -> Result<Replayed> {
         complete_bytes: 0,
         alloc_cpu: HashMap::default(),
         placements: Vec::new(),
+        python: None,
+        py_codes: HashMap::default(),
+        py_groups: HashMap::default(),
+        py_strings: HashMap::default(),
+        py_pending: Vec::new(),
     };
     // Decoding (decompression, bincode) runs on its own thread, one frame's events at a time, while
     // this one analyses: the two halves of a replay take about as long as each other.
@@ -192,6 +219,10 @@ pub fn replay_with(path: &Path, detail: Detail) -> Result<Replayed> {
         None => bail!("the reader of {} stopped unexpectedly", path.display()),
     };
     progress.finish_and_clear();
+    for c in std::mem::take(&mut r.py_pending) {
+        define_code(&mut r, c);
+    }
+    r.py_groups = crate::analysis::python_sites::groups(&r.stacks);
     r.corrupt = corrupt;
     r.complete_bytes = complete_bytes;
     r.truncated = truncated || r.corrupt.is_some();
@@ -255,7 +286,29 @@ fn names_frames(r: &Record) -> bool {
             | Record::Symbols(_)
             | Record::End(_)
             | Record::Note(_)
+            | Record::PyString(_)
+            | Record::PyCode(_)
+            | Record::Python(_)
     )
+}
+
+/// Names a code object from the string table; one whose strings come later waits for the end.
+fn define_code(r: &mut Replayed, c: PyCode) {
+    let text = |id: u32| r.py_strings.get(&id).cloned();
+    match (text(c.name), text(c.file)) {
+        (Some(name), Some(file)) => {
+            r.py_codes.insert(
+                c.id,
+                PyFunction {
+                    name,
+                    file,
+                    first_line: c.first_line,
+                },
+            );
+        }
+        _ if r.py_pending.len() < 1 << 20 => r.py_pending.push(c),
+        _ => {}
+    }
 }
 
 /// Applies one event to the analyses.
@@ -291,6 +344,11 @@ fn apply(r: &mut Replayed, ev: Event) {
                 r.symbols.insert(s.addr, s.frames);
             }
         }
+        Record::PyString(p) => {
+            r.py_strings.insert(p.id, p.text);
+        }
+        Record::PyCode(c) => define_code(r, c),
+        Record::Python(p) => r.python = Some(p),
         Record::Dropped(n) => r.dropped = r.dropped.max(n),
         Record::Note(n) => r.notes.push(n.text),
         Record::End(e) => {

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use std::fs::File;
 
 use addr2line::Loader;
+use memshim_trace::FrameRef;
 use object::{Object, ReadCache};
 
 use crate::replay::{LoadedModule, Replayed};
@@ -21,8 +22,10 @@ pub struct Frame {
     pub line: Option<u32>,
     /// The module the address lies in.
     pub module: Option<String>,
-    /// The return address.
+    /// The return address (for a Python frame, the stack entry that encodes it).
     pub address: u64,
+    /// True for a Python frame (function, file and line of the interpreted code).
+    pub python: bool,
 }
 
 /// Why a module's file cannot be used.
@@ -44,6 +47,19 @@ impl Symbolizer {
         if let Some(f) = self.cache.get(&addr) {
             return f.clone();
         }
+        if let FrameRef::Python { code, line } = FrameRef::decode(addr) {
+            let f = trace.py_codes.get(&code);
+            return vec![Frame {
+                function: Some(
+                    f.map_or_else(|| format!("<python code {code}>"), |f| f.name.clone()),
+                ),
+                file: f.map(|f| f.file.clone()),
+                line: (line != 0).then_some(line),
+                module: None,
+                address: addr,
+                python: true,
+            }];
+        }
         let module = find_module(&trace.modules, addr);
         let module_path = module.map(|m| m.module.path.clone());
         let mut frames: Vec<Frame> = match trace.symbols.get(&addr) {
@@ -55,6 +71,7 @@ impl Symbolizer {
                     line: (s.line != 0).then_some(s.line),
                     module: module_path.clone(),
                     address: addr,
+                    python: false,
                 })
                 .collect(),
             _ => match module {
@@ -69,6 +86,7 @@ impl Symbolizer {
                 line: None,
                 module: module_path,
                 address: addr,
+                python: false,
             });
         }
         self.cache.insert(addr, frames.clone());
@@ -103,6 +121,7 @@ impl Symbolizer {
                     line,
                     module: Some(path.clone()),
                     address: addr,
+                    python: false,
                 });
             }
         }
@@ -114,6 +133,7 @@ impl Symbolizer {
                     line: None,
                     module: Some(path),
                     address: addr,
+                    python: false,
                 }];
             }
         }

@@ -7,6 +7,7 @@
 //! | `MEMSHIM_HEAP` | record the malloc family (`0` to turn off) | on |
 //! | `MEMSHIM_MMAP` | record anonymous mmap/munmap/mremap (`0` to turn off) | on |
 //! | `MEMSHIM_CUDA` | record CUDA driver memory calls (`0` to turn off) | on |
+//! | `MEMSHIM_PYTHON` | add CPython frames to stacks (`0` to turn off) | on |
 //! | `MEMSHIM_SYMBOLIZE` | symbolize in-process at exit (`0` to leave it to the CLI) | on |
 //! | `MEMSHIM_SAMPLE_BYTES` | take one host stack per this many bytes on average (`0`: every one) | 0 |
 //! | `MEMSHIM_PLACEMENT_BYTES` | sample the NUMA node of host blocks at least this big (`0`: never) | 1M |
@@ -31,6 +32,8 @@ pub struct Config {
     pub mmap: bool,
     /// Record CUDA driver memory calls.
     pub cuda: bool,
+    /// Add CPython frames to stacks when the process runs CPython.
+    pub python: bool,
     /// Symbolize in-process at exit.
     pub symbolize: bool,
     /// zstd level, `None` for uncompressed frames.
@@ -68,6 +71,7 @@ impl Config {
         let heap = flag("MEMSHIM_HEAP", true);
         let mmap = flag("MEMSHIM_MMAP", true);
         let cuda = flag("MEMSHIM_CUDA", true);
+        let python = flag("MEMSHIM_PYTHON", true);
         let symbolize = flag("MEMSHIM_SYMBOLIZE", true);
         let quiet = flag("MEMSHIM_QUIET", false);
         let disabled = flag("MEMSHIM_DISABLE", false);
@@ -133,6 +137,7 @@ impl Config {
             heap,
             mmap,
             cuda,
+            python,
             symbolize,
             compress,
             quiet,

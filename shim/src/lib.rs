@@ -38,6 +38,7 @@ mod modules;
 mod msg;
 mod output;
 mod placement;
+mod python;
 mod real;
 mod recorder;
 mod sampler;

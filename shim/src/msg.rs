@@ -48,6 +48,8 @@ pub enum Msg {
     Modules(Vec<Module>),
     /// A record with a stack (CUDA, NUMA calls); the writer fills its stack field in from `stack`.
     Stacked(Box<StackedMsg>),
+    /// A Python code object seen for the first time: its id, names and first line.
+    PyCode(Box<PyCodeMsg>),
     /// Close the trace and acknowledge when it is on disk.
     Shutdown { reason: EndReason, ack: Sender<()> },
 }
@@ -59,4 +61,12 @@ pub struct StackedMsg {
     /// The stack hash for records that carry a stack.
     pub stack: Option<u64>,
     pub record: Record,
+}
+
+/// A Python code object's names, read in the thread whose frame ran it.
+pub struct PyCodeMsg {
+    pub id: u32,
+    pub name: Box<str>,
+    pub file: Box<str>,
+    pub first_line: u32,
 }

@@ -1,5 +1,6 @@
 //! The sampler thread: every 100 ms it samples the C library's heap statistics and the resident set,
-//! and checks whether the module map changed (dlopen, dlclose) and sends the new map. It is the only
+//! and checks whether the module map changed (dlopen, dlclose) and sends the new map (looking for a
+//! CPython loaded late, as an embedding program does). It is the only
 //! place, besides start and exit, that walks the loader's list, so the writer never has to.
 use std::io;
 use std::time::Duration;
@@ -35,8 +36,16 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
             let now = modules::counters();
             if now != seen {
                 seen = now;
-                if tx.send(Msg::Modules(modules::scan(&exe))).is_err() {
+                let mods = modules::scan(&exe);
+                let enabled = crate::session::config().is_some_and(|c| c.python);
+                let python = crate::python::detect(&mods, enabled);
+                if tx.send(Msg::Modules(mods)).is_err() {
                     return;
+                }
+                if let Some(p) = python {
+                    if tx.send(Msg::Record(Record::Python(p))).is_err() {
+                        return;
+                    }
                 }
             }
         }

@@ -169,6 +169,7 @@ fn open_trace() -> Result<(), String> {
     let out = TraceWriter::new(file, &header, cfg.compress)
         .map_err(|e| format!("cannot write the trace file {}: {e}", path.display()))?;
     let initial_modules = modules::scan(&exe);
+    let python = crate::python::detect(&initial_modules, cfg.python);
     let (tx, rx) = bounded(CHANNEL_CAPACITY);
     let sampler_tx = tx.clone();
     // Helper threads inherit this mask: they must never take the host's signals.
@@ -187,6 +188,9 @@ fn open_trace() -> Result<(), String> {
     // The sender is leaked on purpose: producers may hold a reference to it at any moment, and a
     // fork child abandons it (its locks may have been held at fork) for a fresh one.
     SENDER.store(Box::into_raw(Box::new(tx)), Ordering::Release);
+    if let Some(p) = python.or_else(crate::python::described) {
+        send(Msg::Record(memshim_trace::Record::Python(p)));
+    }
     OWNER_PID.store(pid, Ordering::Release);
     Ok(())
 }
@@ -298,6 +302,7 @@ extern "C" fn after_fork_in_child() {
         FORKED.store(true, Ordering::Relaxed);
         DROPPED.store(0, Ordering::Relaxed);
         stacks::new_epoch();
+        crate::python::after_fork();
         STATE.store(PENDING, Ordering::Release);
     }
 }

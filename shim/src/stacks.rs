@@ -1,7 +1,7 @@
 //! Stack capture on the hot path, and the lock-free table that makes each distinct stack travel once.
 //!
-//! Capture keeps raw return addresses (never symbols) and drops the shim's own frames. A stack is
-//! identified by a 64-bit hash of its frames; the first thread to insert a hash into the seen-table
+//! Capture keeps raw return addresses (never symbols), drops the shim's own frames and merges in the
+//! calling thread's Python frames when the process runs CPython. A stack is identified by a 64-bit hash of its frames; the first thread to insert a hash into the seen-table
 //! sends the frames to the writer, every later use sends only the hash. The writer maps hashes to small
 //! ids and also deduplicates, so a full table only costs bandwidth, never correctness.
 //!
@@ -33,7 +33,7 @@ pub fn new_epoch() {
 
 /// A captured stack: return addresses, innermost first.
 pub struct Captured {
-    frames: [u64; MAX_STACK_DEPTH],
+    frames: [u64; MAX_STACK_DEPTH + crate::python::MAX_PY_FRAMES],
     len: usize,
 }
 
@@ -48,7 +48,7 @@ impl Captured {
 #[inline(never)]
 pub fn capture(depth: usize) -> Captured {
     let mut out = Captured {
-        frames: [0; MAX_STACK_DEPTH],
+        frames: [0; MAX_STACK_DEPTH + crate::python::MAX_PY_FRAMES],
         len: 0,
     };
     let depth = depth.min(MAX_STACK_DEPTH);
@@ -70,6 +70,7 @@ pub fn capture(depth: usize) -> Captured {
             out.frames[out.len] = ip as u64;
             out.len += 1;
         }
+        out.len = crate::python::merge(&mut out.frames, out.len);
         return out;
     }
     let mut take = |ip: usize| -> bool {
@@ -90,6 +91,7 @@ pub fn capture(depth: usize) -> Captured {
     unsafe {
         backtrace::trace_unsynchronized(|frame| take(frame.ip() as usize));
     }
+    out.len = crate::python::merge(&mut out.frames, out.len);
     out
 }
 

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 use memshim_trace::{
-    Alloc, End, EndReason, Event, Free, Map, Module, ModuleUnload, Note, ReallocFailed, Record,
-    StackDef, TraceWriter, Unmap,
+    Alloc, End, EndReason, Event, Free, Map, Module, ModuleUnload, Note, PyCode, PyString,
+    ReallocFailed, Record, StackDef, TraceWriter, Unmap,
 };
 
 use crate::config::Config;
@@ -42,6 +42,7 @@ pub struct Writer {
     stack_ids: HashMap<u64, (u32, bool)>,
     addresses: HashSet<u64>,
     modules: HashMap<(String, u64), ()>,
+    py_strings: HashMap<Box<str>, u32>,
     dropped_written: u64,
     placements: Placements,
 }
@@ -65,6 +66,7 @@ impl Writer {
             stack_ids: HashMap::new(),
             addresses: HashSet::new(),
             modules: HashMap::new(),
+            py_strings: HashMap::new(),
             dropped_written: 0,
             placements: Placements::default(),
         };
@@ -195,7 +197,12 @@ impl Writer {
                 }
                 entry.1 = true;
                 let id = entry.0;
-                self.addresses.extend(frames.iter().copied());
+                self.addresses.extend(
+                    frames
+                        .iter()
+                        .copied()
+                        .filter(|&f| f & memshim_trace::PYTHON_FRAME == 0),
+                );
                 let def = StackDef {
                     id,
                     frames: frames.into_vec(),
@@ -216,6 +223,17 @@ impl Writer {
                 (t, tid, record)
             }
             Msg::Record(record) => (clock::monotonic_ns(), 0, record),
+            Msg::PyCode(code) => {
+                let name = self.py_string(&code.name)?;
+                let file = self.py_string(&code.file)?;
+                let def = PyCode {
+                    id: code.id,
+                    name,
+                    file,
+                    first_line: code.first_line,
+                };
+                (clock::monotonic_ns(), 0, Record::PyCode(def))
+            }
             Msg::Modules(mods) => {
                 self.update_modules(mods)?;
                 return Ok(None);
@@ -224,6 +242,24 @@ impl Writer {
         };
         self.out.push(&Event { t, tid, record })?;
         Ok(None)
+    }
+
+    /// The string table id of `text`, writing its definition the first time.
+    fn py_string(&mut self, text: &str) -> io::Result<u32> {
+        if let Some(&id) = self.py_strings.get(text) {
+            return Ok(id);
+        }
+        let id = self.py_strings.len() as u32;
+        self.py_strings.insert(text.into(), id);
+        self.out.push(&Event {
+            t: clock::monotonic_ns(),
+            tid: 0,
+            record: Record::PyString(PyString {
+                id,
+                text: text.into(),
+            }),
+        })?;
+        Ok(id)
     }
 
     fn stack_id(&mut self, hash: u64) -> u32 {

@@ -71,6 +71,82 @@ pub enum Record {
     /// Host allocations are sampled: on average one stack per this many bytes allocated. Every
     /// allocation and free is still recorded; unsampled ones carry the stack id [`UNSAMPLED`].
     Sampling(u64),
+    /// An entry of the string table (Python function and file names), defined once. Since version 3.
+    PyString(PyString),
+    /// A Python code object (a function) whose frames stacks refer to. Since version 3.
+    PyCode(PyCode),
+    /// The CPython interpreter the process runs, and whether its frames are recorded. Since version 3.
+    Python(PythonRuntime),
+}
+
+/// Bit 63 marks a stack frame as a Python frame rather than a return address: no user-space address
+/// on a supported platform has it set.
+pub const PYTHON_FRAME: u64 = 1 << 63;
+
+/// A stack frame: a native return address or a Python frame (code object and line).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameRef {
+    /// A return address.
+    Native(u64),
+    /// A Python frame: the [`PyCode`] id and the line being executed.
+    Python {
+        /// The code object's id.
+        code: u32,
+        /// The line number (0 when unknown).
+        line: u32,
+    },
+}
+
+impl FrameRef {
+    /// The frame a stack entry stands for.
+    pub fn decode(frame: u64) -> FrameRef {
+        if frame & PYTHON_FRAME == 0 {
+            FrameRef::Native(frame)
+        } else {
+            FrameRef::Python {
+                code: ((frame >> 32) & 0x7FFF_FFFF) as u32,
+                line: frame as u32,
+            }
+        }
+    }
+
+    /// The stack entry for a Python frame (code ids above 2^31 - 1 wrap; the shim never issues them).
+    pub fn python(code: u32, line: u32) -> u64 {
+        PYTHON_FRAME | (u64::from(code & 0x7FFF_FFFF) << 32) | u64::from(line)
+    }
+}
+
+/// One string of the trace's string table.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PyString {
+    /// The id [`PyCode`] records use.
+    pub id: u32,
+    /// The text.
+    pub text: String,
+}
+
+/// A Python code object, by its names.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PyCode {
+    /// The id Python frames carry.
+    pub id: u32,
+    /// The string id of its qualified name (`Class.method`; the plain name before Python 3.11).
+    pub name: u32,
+    /// The string id of its file name.
+    pub file: u32,
+    /// The line its definition starts on.
+    pub first_line: u32,
+}
+
+/// The interpreter found in the process.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PythonRuntime {
+    /// Its version (`3.12.3`).
+    pub version: String,
+    /// True when stacks carry its frames.
+    pub frames: bool,
+    /// Why not, when they do not (an unsupported version, a layout that failed its check, turned off).
+    pub reason: String,
 }
 
 /// The stack id of an allocation whose stack was not sampled.

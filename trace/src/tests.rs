@@ -28,9 +28,27 @@ fn events_n(n: u64) -> Vec<Event> {
         tid: 0,
         record: Record::Stack(StackDef {
             id: 0,
-            frames: vec![0x5555_0000_1234, 0x7fff_0000_0042],
+            frames: vec![0x5555_0000_1234, FrameRef::python(7, 42), 0x7fff_0000_0042],
         }),
     }];
+    v.push(Event {
+        t: 5_000_000,
+        tid: 0,
+        record: Record::PyString(PyString {
+            id: 1,
+            text: "train.py".into(),
+        }),
+    });
+    v.push(Event {
+        t: 5_000_000,
+        tid: 0,
+        record: Record::PyCode(PyCode {
+            id: 7,
+            name: 1,
+            file: 1,
+            first_line: 40,
+        }),
+    });
     for i in 0..n {
         v.push(Event {
             // Not monotonic on purpose: threads reach the writer out of time order.
@@ -123,7 +141,7 @@ fn newer_version_names_both_versions() {
     let err = read_all(&bytes).err().unwrap();
     let msg = err.to_string();
     assert!(
-        msg.contains("version 7") && msg.contains("versions 1 to 2"),
+        msg.contains("version 7") && msg.contains("versions 1 to 3"),
         "{msg}"
     );
 }
@@ -300,4 +318,21 @@ fn frames_appended_after_the_end_are_read() {
     assert!(!truncated, "an orderly end stays orderly");
     assert_eq!(got.last(), Some(&extra));
     assert_eq!(got.len(), events().len() + 1);
+}
+
+#[test]
+fn python_frames_are_told_from_addresses() {
+    let f = FrameRef::python(7, 42);
+    assert_eq!(FrameRef::decode(f), FrameRef::Python { code: 7, line: 42 });
+    assert_eq!(
+        FrameRef::decode(0x7fff_0000_0042),
+        FrameRef::Native(0x7fff_0000_0042)
+    );
+    assert_eq!(
+        FrameRef::decode(FrameRef::python(0x7FFF_FFFF, u32::MAX)),
+        FrameRef::Python {
+            code: 0x7FFF_FFFF,
+            line: u32::MAX
+        }
+    );
 }

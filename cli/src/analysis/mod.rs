@@ -5,6 +5,7 @@ pub mod fragmentation;
 pub mod growth;
 pub mod heap;
 pub mod mmap;
+pub mod python_sites;
 pub mod timeline;
 pub mod transfers;
 

@@ -47,6 +47,17 @@ pub struct Totals {
 }
 
 impl Totals {
+    /// Adds another group's totals (the same Python location reached by another stack).
+    pub fn absorb(&mut self, o: &Totals) {
+        self.count += o.count;
+        self.bytes += o.bytes;
+        self.sync_count += o.sync_count;
+        self.sync_bytes += o.sync_bytes;
+        self.sync_ns += o.sync_ns;
+        self.async_count += o.async_count;
+        self.async_blocked_ns += o.async_blocked_ns;
+    }
+
     fn add(&mut self, c: &Transfer) {
         self.count += 1;
         self.bytes += c.size;

@@ -3,7 +3,7 @@
 //! Kept short on purpose: at most `top` sites shown per table, at most `FOLDED` more folded.
 use std::io::{self, Write};
 
-use super::{human_bytes, Render};
+use super::{human_bytes, site_view, Render};
 use crate::report::model::{FrameOut, LeakClass, Process, Report, Site};
 
 /// The Markdown renderer.
@@ -238,11 +238,12 @@ fn program_bytes(c: &LeakClass) -> u64 {
 /// A site as one table cell: the innermost frames, innermost first, separated by arrows, ending at
 /// `main` (what runs before it is the C library's start-up).
 fn site_cell(frames: &[FrameOut]) -> String {
-    let end = frames
+    let (first, native) = site_view(frames);
+    let end = first
         .iter()
         .position(|f| f.function.as_deref() == Some("main"))
-        .map_or(frames.len(), |i| i + 1);
-    let frames = &frames[..end];
+        .map_or(first.len(), |i| i + 1);
+    let frames = &first[..end];
     let parts: Vec<String> = frames
         .iter()
         .take(FRAMES)
@@ -264,7 +265,14 @@ fn site_cell(frames: &[FrameOut]) -> String {
     } else {
         ""
     };
-    format!("{}{more}", parts.join(" ← "))
+    let calls = match native.iter().find(|f| f.function.is_some()) {
+        Some(f) => format!(
+            " (native: `{}`)",
+            escape(f.function.as_deref().unwrap_or("??"))
+        ),
+        None => String::new(),
+    };
+    format!("{}{more}{calls}", parts.join(" ← "))
 }
 
 /// Keeps a table cell a single cell.

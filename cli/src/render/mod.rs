@@ -6,12 +6,24 @@ pub mod text;
 
 use std::io::{self, Write};
 
-use crate::report::model::Report;
+use crate::report::model::{FrameOut, Report};
 
 /// An output format.
 pub trait Render {
     /// Writes `report` to `out`.
     fn render(&self, report: &Report, out: &mut dyn Write) -> io::Result<()>;
+}
+
+/// How a site's stack is shown: for a stack with Python frames, those frames (the lines a user acts
+/// on, innermost first), then the native frames above the innermost of them (what that line called
+/// into, innermost first); for a native stack, its frames and nothing else.
+pub fn site_view(frames: &[FrameOut]) -> (Vec<&FrameOut>, Vec<&FrameOut>) {
+    let python: Vec<&FrameOut> = frames.iter().filter(|f| f.kind == "python").collect();
+    if python.is_empty() {
+        return (frames.iter().collect(), Vec::new());
+    }
+    let native = frames.iter().take_while(|f| f.kind != "python").collect();
+    (python, native)
 }
 
 /// Bytes for people: `512 B`, `1.5 KiB`, `3.2 GiB`.

@@ -1,7 +1,7 @@
 //! Text for a terminal: a summary per process, then the top leak sites with their stacks.
 use std::io::{self, Write};
 
-use super::{human_bytes, one_line, Render};
+use super::{human_bytes, one_line, site_view, Render};
 use crate::report::model::{FrameOut, LeakClass, Process, Report, Site};
 use crate::report::owner::first_program_function;
 
@@ -13,6 +13,8 @@ pub struct Text {
 
 /// Frames shown per site.
 const FRAMES_SHOWN: usize = 8;
+/// Native frames shown under a Python site.
+const NATIVE_SHOWN: usize = 4;
 
 impl Render for Text {
     fn render(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
@@ -233,9 +235,7 @@ impl Text {
                 s.count,
                 human_bytes(s.bytes)
             )?;
-            for f in s.frames.iter().take(4) {
-                writeln!(out, "        {}", frame_line(f))?;
-            }
+            write_stack(out, &s.frames, 4)?;
         }
         if tr.failed > 0 {
             writeln!(out, "  {} copies failed", tr.failed)?;
@@ -348,9 +348,7 @@ impl Text {
                     human_bytes(g.rate_bytes_per_s as u64),
                     human_bytes(g.live_bytes)
                 )?;
-                for f in g.frames.iter().take(FRAMES_SHOWN) {
-                    writeln!(out, "        {}", frame_line(f))?;
-                }
+                write_stack(out, &g.frames, FRAMES_SHOWN)?;
             }
         }
         for f in &p.growth.findings {
@@ -408,16 +406,7 @@ impl Text {
                     s.allocations
                 )?,
             }
-            for f in s.frames.iter().take(FRAMES_SHOWN) {
-                writeln!(out, "        {}", frame_line(f))?;
-            }
-            if s.frames.len() > FRAMES_SHOWN {
-                writeln!(
-                    out,
-                    "        ... {} more frames",
-                    s.frames.len() - FRAMES_SHOWN
-                )?;
-            }
+            write_stack(out, &s.frames, FRAMES_SHOWN)?;
         }
         if own.len() > self.top {
             writeln!(
@@ -428,6 +417,26 @@ impl Text {
         }
         Ok(())
     }
+}
+
+/// A site's stack: up to `shown` frames, Python frames first with the native frames they called
+/// into one level down (see [`site_view`]).
+fn write_stack(out: &mut dyn Write, frames: &[FrameOut], shown: usize) -> io::Result<()> {
+    let (first, native) = site_view(frames);
+    for f in first.iter().take(shown) {
+        writeln!(out, "        {}", frame_line(f))?;
+    }
+    if !native.is_empty() {
+        writeln!(out, "          native, innermost first:")?;
+        for f in native.iter().take(NATIVE_SHOWN) {
+            writeln!(out, "            {}", frame_line(f))?;
+        }
+    }
+    let listed = first.len().min(shown) + native.len().min(NATIVE_SHOWN);
+    if frames.len() > listed {
+        writeln!(out, "        ... {} more frames", frames.len() - listed)?;
+    }
+    Ok(())
 }
 
 fn frame_line(f: &FrameOut) -> String {

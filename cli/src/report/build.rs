@@ -97,6 +97,7 @@ pub fn leak_class(
     sites: &HashMap<u32, SiteStats>,
 ) -> LeakClass {
     let sampled = t.heap.sample_bytes > 0;
+    let sites = &crate::analysis::python_sites::regroup(sites, &t.py_groups);
     let list: Vec<Site> = live_sites(sites)
         .into_iter()
         .map(|(id, s)| {
@@ -138,7 +139,7 @@ pub fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
         .iter()
         .flat_map(|&a| sym.frames(t, a))
         .map(|f| FrameOut {
-            kind: "native",
+            kind: if f.python { "python" } else { "native" },
             function: f.function,
             file: f.file,
             line: f.line,

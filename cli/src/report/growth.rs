@@ -5,6 +5,7 @@ use super::build::frames;
 use super::model::{Finding, GrowthSection, GrowthSite};
 use crate::analysis::growth::{growing, Growing};
 use crate::analysis::merge_sites;
+use crate::analysis::python_sites::regroup;
 use crate::render::human_bytes;
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
@@ -17,8 +18,9 @@ const DEVICE_MIN_BYTES: u64 = 1 << 20;
 /// The growth section of one process.
 pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
     let start = t.header.clock_start_ns;
+    let host_sites = regroup(t.heap.sites(), &t.py_groups);
     let host = growing(
-        t.heap.sites().iter().map(|(k, v)| (*k, v)),
+        host_sites.iter().map(|(k, v)| (*k, v)),
         t.heap.last_t,
         HOST_MIN_BYTES,
     );
@@ -26,7 +28,10 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
         .iter()
         .filter_map(|k| t.device.kinds.get(k))
         .collect();
-    let dev_sites = merge_sites(dev_heaps.iter().map(|h| h.sites()));
+    let dev_sites = regroup(
+        &merge_sites(dev_heaps.iter().map(|h| h.sites())),
+        &t.py_groups,
+    );
     let dev_end = dev_heaps.iter().map(|h| h.last_t).max().unwrap_or(0);
     let device = growing(
         dev_sites.iter().map(|(k, v)| (*k, v)),

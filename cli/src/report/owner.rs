@@ -17,12 +17,17 @@ pub fn owner(frames: &[FrameOut]) -> &'static str {
 }
 
 /// The first frame that is the program's own code, not the CUDA runtime or driver (for one-line
-/// attributions such as "failed in try_big").
+/// attributions such as "failed in try_big"); in a Python process, the innermost Python frame.
 pub fn first_program_function(frames: &[FrameOut]) -> Option<&str> {
     frames
         .iter()
-        .filter(|f| !is_runtime_frame(f))
-        .find_map(|f| f.function.as_deref())
+        .find(|f| f.kind == "python")
+        .or_else(|| {
+            frames
+                .iter()
+                .find(|f| !is_runtime_frame(f) && f.function.is_some())
+        })
+        .and_then(|f| f.function.as_deref())
 }
 
 fn is_runtime_frame(f: &FrameOut) -> bool {

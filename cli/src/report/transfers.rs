@@ -44,7 +44,15 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> TransfersSection {
             }
         })
         .collect();
-    let mut sites: Vec<_> = tr.by_site.iter().collect();
+    let mut grouped = rustc_hash::FxHashMap::default();
+    for (&(d, h, stack), x) in &tr.by_site {
+        let site = crate::analysis::python_sites::site_of(&t.py_groups, stack);
+        grouped
+            .entry((d, h, site))
+            .or_insert_with(crate::analysis::transfers::Totals::default)
+            .absorb(x);
+    }
+    let mut sites: Vec<_> = grouped.iter().collect();
     sites.sort_by(|a, b| b.1.bytes.cmp(&a.1.bytes).then(a.0.cmp(b.0)));
     let sites: Vec<TransferSite> = sites
         .into_iter()

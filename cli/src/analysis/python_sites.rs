@@ -1,0 +1,87 @@
+//! Call sites grouped by Python location: in a Python process many native stacks (allocator paths,
+//! threads, the interpreter's own calls) lead to one line of the script, and that line is the site a
+//! user acts on. Stacks with the same Python frames form one site, represented by the smallest stack
+//! id among them, so its native frames stay one level down. Stacks without Python frames keep their
+//! own sites.
+use memshim_trace::FrameRef;
+use rustc_hash::FxHashMap as HashMap;
+
+use super::SiteStats;
+
+/// Maps each stack id whose Python frames another, smaller stack id shares to that id.
+pub fn groups(stacks: &HashMap<u32, Vec<u64>>) -> HashMap<u32, u32> {
+    let mut ids: Vec<u32> = stacks.keys().copied().collect();
+    ids.sort_unstable();
+    let mut first: HashMap<Vec<u64>, u32> = HashMap::default();
+    let mut out = HashMap::default();
+    for id in ids {
+        let key: Vec<u64> = stacks[&id]
+            .iter()
+            .copied()
+            .filter(|&f| matches!(FrameRef::decode(f), FrameRef::Python { .. }))
+            .collect();
+        if key.is_empty() {
+            continue;
+        }
+        let canon = *first.entry(key).or_insert(id);
+        if canon != id {
+            out.insert(id, canon);
+        }
+    }
+    out
+}
+
+/// The site a stack id belongs to.
+pub fn site_of(groups: &HashMap<u32, u32>, stack: u32) -> u32 {
+    groups.get(&stack).copied().unwrap_or(stack)
+}
+
+/// `sites` with the stacks of each Python location added together.
+pub fn regroup(
+    sites: &HashMap<u32, SiteStats>,
+    groups: &HashMap<u32, u32>,
+) -> HashMap<u32, SiteStats> {
+    let mut out: HashMap<u32, SiteStats> = HashMap::default();
+    for (id, s) in sites {
+        out.entry(site_of(groups, *id)).or_default().absorb(s);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stacks_with_the_same_python_frames_share_the_smallest_id() {
+        let py = |c, l| FrameRef::python(c, l);
+        let stacks: HashMap<u32, Vec<u64>> = [
+            (5, vec![0x10, py(1, 8), 0x20, py(2, 17)]),
+            (3, vec![0x11, 0x12, py(1, 8), 0x21, py(2, 17)]),
+            (4, vec![0x10, py(1, 9), py(2, 17)]),
+            (6, vec![0x10, 0x20]),
+            (7, vec![0x10, 0x20]),
+        ]
+        .into_iter()
+        .collect();
+        let g = groups(&stacks);
+        assert_eq!(site_of(&g, 5), 3);
+        assert_eq!(site_of(&g, 3), 3);
+        assert_eq!(site_of(&g, 4), 4);
+        assert_eq!(site_of(&g, 7), 7, "native-only stacks are never merged");
+        let site = |n| SiteStats {
+            allocations: n,
+            live_count: n,
+            live_bytes: 100 * n,
+            ..Default::default()
+        };
+        let sites: HashMap<u32, SiteStats> = [(3, site(1)), (5, site(2)), (4, site(4))]
+            .into_iter()
+            .collect();
+        let r = regroup(&sites, &g);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[&3].live_bytes, 300);
+        assert_eq!(r[&3].allocations, 3);
+        assert_eq!(r[&4].live_bytes, 400);
+    }
+}

@@ -1,0 +1,219 @@
+//! Where CPython keeps what a stack walk reads, for each supported minor version (x86-64 Linux,
+//! release builds). Plain data: nothing here reads memory.
+//!
+//! The offsets come from CPython's headers (`Include/cpython/pystate.h`, `Include/internal/
+//! pycore_frame.h`, `Include/cpython/code.h`, `Include/cpython/unicodeobject.h`) of each version. A
+//! debug or free-threaded build lays them out differently: the runtime check in `verify` catches
+//! that and turns Python frames off instead of reading the wrong words.
+
+/// How a thread's frames are chained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Chain {
+    /// 3.9 and 3.10: `tstate->frame` is a `PyFrameObject`, chained by `f_back`; every Python call is
+    /// its own `_PyEval_EvalFrameDefault` invocation.
+    FrameObjects,
+    /// 3.11: `tstate->cframe->current_frame` is a `_PyInterpreterFrame`; a frame whose `is_entry` is
+    /// set is the first one its `_PyEval_EvalFrameDefault` invocation ran.
+    EntryFlag {
+        cframe_current: usize,
+        is_entry: usize,
+    },
+    /// 3.12 (through `cframe`) and 3.13 (directly): each `_PyEval_EvalFrameDefault` invocation
+    /// pushes an entry frame owned by the C stack below the frames it runs.
+    EntryFrames {
+        cframe_current: Option<usize>,
+        owner: usize,
+        owned_by_cstack: u8,
+    },
+}
+
+/// How the line a frame is on is found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Line {
+    /// `PyCode_Addr2Line(code, f_lasti * scale)`, `f_lasti` an `int` at this frame offset (3.9:
+    /// bytes, scale 1; 3.10: code units, scale 2).
+    Lasti { offset: usize, scale: i32 },
+    /// `PyCode_Addr2Line(code, prev_instr - code->co_code_adaptive)` (3.11).
+    PrevInstr { offset: usize, code_start: usize },
+    /// `PyUnstable_InterpreterFrame_GetLine(frame)` (3.12 and later), keyed by the instruction
+    /// pointer at this offset.
+    Api { instr: usize },
+}
+
+/// One version's layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The minor version (3.x).
+    pub minor: u32,
+    /// Offset in `PyThreadState` of the frame pointer (3.9, 3.10, 3.13) or `cframe` (3.11, 3.12).
+    pub tstate_frame: usize,
+    pub chain: Chain,
+    /// Offsets in a frame of its code object and of the next older frame.
+    pub frame_code: usize,
+    pub frame_previous: usize,
+    pub line: Line,
+    /// Offsets in `PyCodeObject`.
+    pub code_filename: usize,
+    /// The qualified name where the version has one (3.11+), else the name.
+    pub code_name: usize,
+    pub code_firstlineno: usize,
+    /// `sizeof(PyASCIIObject)` and `sizeof(PyCompactUnicodeObject)`: where a compact string's
+    /// characters start.
+    pub ascii_size: usize,
+    pub compact_size: usize,
+}
+
+/// `PyObject.ob_type`.
+pub const OB_TYPE: usize = 8;
+/// `PyASCIIObject.length` and `.state` (the same in every supported version).
+pub const STR_LENGTH: usize = 16;
+pub const STR_STATE: usize = 32;
+
+/// The layout for CPython 3.`minor`, if it is supported.
+pub fn for_minor(minor: u32) -> Option<&'static Layout> {
+    LAYOUTS.iter().find(|l| l.minor == minor)
+}
+
+/// The supported minor versions, for messages.
+pub fn supported() -> String {
+    let v: Vec<String> = LAYOUTS.iter().map(|l| format!("3.{}", l.minor)).collect();
+    v.join(", ")
+}
+
+static LAYOUTS: [Layout; 5] = [
+    Layout {
+        minor: 9,
+        tstate_frame: 24,
+        chain: Chain::FrameObjects,
+        frame_code: 32,
+        frame_previous: 24,
+        line: Line::Lasti {
+            offset: 104,
+            scale: 1,
+        },
+        code_filename: 104,
+        code_name: 112,
+        code_firstlineno: 40,
+        ascii_size: 48,
+        compact_size: 72,
+    },
+    Layout {
+        minor: 10,
+        tstate_frame: 24,
+        chain: Chain::FrameObjects,
+        frame_code: 32,
+        frame_previous: 24,
+        line: Line::Lasti {
+            offset: 96,
+            scale: 2,
+        },
+        code_filename: 104,
+        code_name: 112,
+        code_firstlineno: 40,
+        ascii_size: 48,
+        compact_size: 72,
+    },
+    Layout {
+        minor: 11,
+        tstate_frame: 56,
+        chain: Chain::EntryFlag {
+            cframe_current: 8,
+            is_entry: 68,
+        },
+        frame_code: 32,
+        frame_previous: 48,
+        line: Line::PrevInstr {
+            offset: 56,
+            code_start: 184,
+        },
+        code_filename: 112,
+        code_name: 128,
+        code_firstlineno: 72,
+        ascii_size: 48,
+        compact_size: 72,
+    },
+    Layout {
+        minor: 12,
+        tstate_frame: 56,
+        chain: Chain::EntryFrames {
+            cframe_current: Some(0),
+            owner: 70,
+            owned_by_cstack: 3,
+        },
+        frame_code: 0,
+        frame_previous: 8,
+        line: Line::Api { instr: 56 },
+        code_filename: 112,
+        code_name: 128,
+        code_firstlineno: 68,
+        ascii_size: 40,
+        compact_size: 56,
+    },
+    Layout {
+        minor: 13,
+        tstate_frame: 72,
+        chain: Chain::EntryFrames {
+            cframe_current: None,
+            owner: 70,
+            owned_by_cstack: 3,
+        },
+        frame_code: 0,
+        frame_previous: 8,
+        line: Line::Api { instr: 56 },
+        code_filename: 112,
+        code_name: 128,
+        code_firstlineno: 68,
+        ascii_size: 40,
+        compact_size: 56,
+    },
+];
+
+/// Parses the start of `Py_GetVersion()` ("3.12.3 (main, ...)" or "3.13.0rc1 ...") into
+/// (major, minor) and the version text.
+pub fn parse_version(text: &str) -> Option<(u32, u32, &str)> {
+    let word = text.split_whitespace().next()?;
+    let mut parts = word.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts
+        .next()?
+        .trim_end_matches(|c: char| !c.is_ascii_digit())
+        .parse()
+        .ok()?;
+    Some((major, minor, word))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_parse_with_and_without_patch_and_suffix() {
+        assert_eq!(
+            parse_version("3.12.3 (main, Nov  6 2025) [GCC 13.3.0]"),
+            Some((3, 12, "3.12.3"))
+        );
+        assert_eq!(parse_version("3.13.0rc1 (x)"), Some((3, 13, "3.13.0rc1")));
+        assert_eq!(parse_version("3.9"), Some((3, 9, "3.9")));
+        assert_eq!(parse_version(""), None);
+        assert_eq!(parse_version("python"), None);
+    }
+
+    #[test]
+    fn every_supported_version_has_one_layout() {
+        for minor in 9..=13 {
+            assert_eq!(for_minor(minor).map(|l| l.minor), Some(minor));
+        }
+        assert!(for_minor(8).is_none());
+        assert!(for_minor(14).is_none());
+        assert_eq!(supported(), "3.9, 3.10, 3.11, 3.12, 3.13");
+    }
+
+    #[test]
+    fn frame_fields_do_not_overlap() {
+        for l in &LAYOUTS {
+            assert_ne!(l.frame_code, l.frame_previous, "3.{}", l.minor);
+            assert_ne!(l.code_filename, l.code_name, "3.{}", l.minor);
+            assert!(l.compact_size > l.ascii_size, "3.{}", l.minor);
+        }
+    }
+}

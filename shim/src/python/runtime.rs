@@ -1,0 +1,221 @@
+//! Finds a CPython interpreter in the process (in the executable, or in a `libpython3.*.so` loaded
+//! with it or later) and resolves what the stack walk calls and compares against.
+//!
+//! Runs at start and from the sampler thread when the module map changes; never on the hot path.
+#![allow(unsafe_code)]
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+
+use memshim_trace::Module;
+
+use super::layout::{self, Layout};
+use crate::real;
+
+/// `PyGILState_GetThisThreadState`: the calling thread's state, whether or not it holds the GIL.
+type ThisThreadState = unsafe extern "C" fn() -> *mut c_void;
+/// `Py_IsFinalizing` / `_Py_IsFinalizing`.
+type IsFinalizing = unsafe extern "C" fn() -> c_int;
+/// `PyCode_Addr2Line(code, byte offset)`.
+type Addr2Line = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
+/// `PyUnstable_InterpreterFrame_GetLine(frame)`.
+type FrameLine = unsafe extern "C" fn(*mut c_void) -> c_int;
+
+/// A CPython found in the process, with the functions and objects a walk needs.
+pub struct Runtime {
+    pub version: String,
+    pub layout: &'static Layout,
+    this_thread_state: ThisThreadState,
+    is_finalizing: Option<IsFinalizing>,
+    addr2line: Option<Addr2Line>,
+    frame_line: Option<FrameLine>,
+    /// `&PyCode_Type` and `&PyUnicode_Type`.
+    pub code_type: usize,
+    pub unicode_type: usize,
+    /// `_PyEval_EvalFrameDefault`'s code: where its return addresses lie, empty if unknown.
+    eval: (u64, u64),
+}
+
+/// What looking for an interpreter found.
+pub enum Found {
+    /// No CPython in the process (yet).
+    Nothing,
+    /// A CPython whose frames cannot be read, with its version and why.
+    Unsupported(String, String),
+    Supported(Runtime),
+}
+
+/// Looks for CPython's symbols in the global scope and in any loaded `libpython3`.
+pub fn find(modules: &[Module]) -> Found {
+    let mut handles = vec![libc::RTLD_DEFAULT];
+    for m in modules {
+        let name = m.path.rsplit('/').next().unwrap_or("");
+        if name.starts_with("libpython3") {
+            if let Ok(path) = std::ffi::CString::new(m.path.as_str()) {
+                // SAFETY: `path` is NUL-terminated; RTLD_NOLOAD only returns an already loaded object
+                // (and keeps it loaded, which the function pointers below rely on).
+                let h = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
+                if !h.is_null() {
+                    handles.push(h);
+                }
+            }
+        }
+    }
+    for h in handles {
+        let found = from_handle(h);
+        if !matches!(found, Found::Nothing) {
+            return found;
+        }
+    }
+    Found::Nothing
+}
+
+fn sym(handle: *mut c_void, name: &CStr) -> usize {
+    real::dlsym(handle, name) as usize
+}
+
+fn from_handle(h: *mut c_void) -> Found {
+    let get_version = sym(h, c"Py_GetVersion");
+    let this_thread = sym(h, c"PyGILState_GetThisThreadState");
+    if get_version == 0 || this_thread == 0 {
+        return Found::Nothing;
+    }
+    // SAFETY: Py_GetVersion has this signature in every CPython 3 and returns a static string.
+    let text = unsafe {
+        let f: unsafe extern "C" fn() -> *const c_char = std::mem::transmute(get_version);
+        CStr::from_ptr(f()).to_string_lossy().into_owned()
+    };
+    let Some((major, minor, version)) = layout::parse_version(&text) else {
+        return Found::Unsupported(text, "its version could not be read".into());
+    };
+    let version = version.to_string();
+    let layout = match layout::for_minor(minor) {
+        Some(l) if major == 3 => l,
+        _ => {
+            let why = format!(
+                "memshim reads the frames of CPython {} only",
+                layout::supported()
+            );
+            return Found::Unsupported(version, why);
+        }
+    };
+    let code_type = sym(h, c"PyCode_Type");
+    let unicode_type = sym(h, c"PyUnicode_Type");
+    let finalizing = match sym(h, c"Py_IsFinalizing") {
+        0 => sym(h, c"_Py_IsFinalizing"),
+        f => f,
+    };
+    let addr2line = sym(h, c"PyCode_Addr2Line");
+    let frame_line = sym(h, c"PyUnstable_InterpreterFrame_GetLine");
+    let needs_frame_line = matches!(layout.line, layout::Line::Api { .. });
+    if code_type == 0
+        || unicode_type == 0
+        || addr2line == 0
+        || (needs_frame_line && frame_line == 0)
+    {
+        return Found::Unsupported(version, "the interpreter does not export the symbols memshim reads (PyCode_Type, PyUnicode_Type, PyCode_Addr2Line)".into());
+    }
+    // SAFETY: each address was returned by dlsym for the function of that name, whose C signature
+    // in the versions `layout` accepts is the one transmuted to; none is called here.
+    let rt = unsafe {
+        Runtime {
+            version,
+            layout,
+            this_thread_state: std::mem::transmute::<usize, ThisThreadState>(this_thread),
+            is_finalizing: (finalizing != 0)
+                .then(|| std::mem::transmute::<usize, IsFinalizing>(finalizing)),
+            addr2line: Some(std::mem::transmute::<usize, Addr2Line>(addr2line)),
+            frame_line: (frame_line != 0)
+                .then(|| std::mem::transmute::<usize, FrameLine>(frame_line)),
+            code_type,
+            unicode_type,
+            eval: symbol_range(sym(h, c"_PyEval_EvalFrameDefault")),
+        }
+    };
+    Found::Supported(rt)
+}
+
+/// The start and end of the function at `addr`, from its ELF symbol's size.
+fn symbol_range(addr: usize) -> (u64, u64) {
+    extern "C" {
+        fn dladdr1(
+            addr: *const c_void,
+            info: *mut libc::Dl_info,
+            extra: *mut *mut c_void,
+            flags: c_int,
+        ) -> c_int;
+    }
+    const RTLD_DL_SYMENT: c_int = 1;
+    if addr == 0 {
+        return (0, 0);
+    }
+    // SAFETY: Dl_info is plain data; dladdr1 fills it and points `sym` at the symbol's ELF entry,
+    // which lives as long as the object stays loaded.
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        let mut sym: *mut c_void = std::ptr::null_mut();
+        if dladdr1(addr as *const c_void, &mut info, &mut sym, RTLD_DL_SYMENT) == 0 || sym.is_null()
+        {
+            return (0, 0);
+        }
+        let entry = &*(sym as *const libc::Elf64_Sym);
+        if info.dli_saddr as usize != addr || entry.st_size == 0 {
+            return (0, 0);
+        }
+        (addr as u64, addr as u64 + entry.st_size)
+    }
+}
+
+impl Runtime {
+    /// The calling thread's interpreter state, or 0 when it has none or the interpreter is
+    /// shutting down (when other threads' states are freed under them).
+    #[inline]
+    pub fn thread_state(&self) -> usize {
+        // SAFETY: both functions take no arguments, only read the runtime's state and are safe to
+        // call from any thread, with or without the GIL (they are how C code asks "am I Python?").
+        unsafe {
+            if self.is_finalizing.is_some_and(|f| f() != 0) {
+                return 0;
+            }
+            (self.this_thread_state)() as usize
+        }
+    }
+
+    /// True when `ip` is a return address inside `_PyEval_EvalFrameDefault`.
+    #[inline]
+    pub fn in_eval(&self, ip: u64) -> bool {
+        ip > self.eval.0 && ip <= self.eval.1
+    }
+
+    /// The line the frame at `frame`, running `code`, is on (`u32::MAX` for a frame without one).
+    pub fn line(&self, frame: usize, code: usize, mem: &impl super::memory::Memory) -> u32 {
+        use layout::Line;
+        let line = match self.layout.line {
+            Line::Lasti { offset, scale } => {
+                let lasti = mem.u32(frame + offset).map_or(-1, |v| v as i32);
+                self.addr2line(code, lasti.saturating_mul(scale))
+            }
+            Line::PrevInstr { offset, code_start } => {
+                let prev = mem.word(frame + offset).unwrap_or(0);
+                let off = prev.wrapping_sub(code + code_start) as isize;
+                let off = if (0..1 << 28).contains(&off) { off } else { -1 };
+                self.addr2line(code, off as c_int)
+            }
+            Line::Api { .. } => match self.frame_line {
+                // SAFETY: the function reads the frame's code object and instruction pointer and
+                // walks the code's line table: no writes, no allocation, no reference counting.
+                Some(f) => unsafe { f(frame as *mut c_void) },
+                None => -1,
+            },
+        };
+        u32::try_from(line).unwrap_or(u32::MAX)
+    }
+
+    fn addr2line(&self, code: usize, offset: c_int) -> c_int {
+        match self.addr2line {
+            // SAFETY: `code` is a live code object (its type was checked); PyCode_Addr2Line only
+            // reads its line table and returns the first line for a negative offset.
+            Some(f) => unsafe { f(code as *mut c_void, offset) },
+            None => -1,
+        }
+    }
+}
