@@ -10,6 +10,7 @@ mod formats;
 mod heap;
 mod numa;
 mod process;
+mod python;
 mod report;
 mod robustness;
 mod schema;

@@ -152,8 +152,14 @@ fn run_command(cmd: &mut Command) -> Outcome {
         "MEMSHIM_STACK_DEPTH",
         "MEMSHIM_SYMBOLIZE",
         "MEMSHIM_QUIET",
+        "MEMSHIM_PYTHON",
+        "MEMSHIM_SAMPLE_BYTES",
+        "PYTHONMALLOC",
     ] {
-        cmd.env_remove(var);
+        // A variable the test set itself stays.
+        if !cmd.get_envs().any(|(k, v)| k == var && v.is_some()) {
+            cmd.env_remove(var);
+        }
     }
     let what = format!("{cmd:?}");
     let output = cmd

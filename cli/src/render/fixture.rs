@@ -62,6 +62,7 @@ fn process(pid: u32, argv: &[&str]) -> Process {
         end: Some("exit"),
         dropped_events: 0,
         sampling_bytes: None,
+        python: None,
         notes: Vec::new(),
         heap: heap(1 << 20),
         leaks: Leaks {

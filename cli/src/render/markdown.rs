@@ -3,7 +3,7 @@
 //! Kept short on purpose: at most `top` sites shown per table, at most `FOLDED` more folded.
 use std::io::{self, Write};
 
-use super::{human_bytes, site_view, Render};
+use super::{human_bytes, python_line, site_view, Render};
 use crate::report::model::{FrameOut, LeakClass, Process, Report, Site};
 
 /// The Markdown renderer.
@@ -67,6 +67,9 @@ impl Markdown {
         }
         if let Some(b) = p.sampling_bytes {
             facts.push(format!("host stacks sampled every ~{}", human_bytes(b)));
+        }
+        if let Some(line) = python_line(p) {
+            facts.push(line);
         }
         writeln!(out, "{}.\n", facts.join(", "))?;
         let findings: Vec<&str> = p

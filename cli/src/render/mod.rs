@@ -14,6 +14,18 @@ pub trait Render {
     fn render(&self, report: &Report, out: &mut dyn Write) -> io::Result<()>;
 }
 
+/// One line about the process's Python interpreter, if it ran one.
+pub fn python_line(p: &crate::report::model::Process) -> Option<String> {
+    let py = p.python.as_ref()?;
+    Some(match &py.reason {
+        None => format!("CPython {}: stacks show Python frames", py.version),
+        Some(why) => format!(
+            "CPython {}: stacks show native frames only ({why})",
+            py.version
+        ),
+    })
+}
+
 /// How a site's stack is shown: for a stack with Python frames, those frames (the lines a user acts
 /// on, innermost first), then the native frames above the innermost of them (what that line called
 /// into, innermost first); for a native stack, its frames and nothing else.

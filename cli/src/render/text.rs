@@ -1,7 +1,7 @@
 //! Text for a terminal: a summary per process, then the top leak sites with their stacks.
 use std::io::{self, Write};
 
-use super::{human_bytes, one_line, site_view, Render};
+use super::{human_bytes, one_line, python_line, site_view, Render};
 use crate::report::model::{FrameOut, LeakClass, Process, Report, Site};
 use crate::report::owner::first_program_function;
 
@@ -87,6 +87,9 @@ impl Text {
             status.push(format!("{} events dropped", p.dropped_events));
         }
         writeln!(out, "   {}; trace {}", status.join("; "), p.trace)?;
+        if let Some(line) = python_line(p) {
+            writeln!(out, "   {line}")?;
+        }
         for n in &p.notes {
             writeln!(out, "   note: {n}")?;
         }

@@ -5,7 +5,8 @@ use rustc_hash::FxHashMap as HashMap;
 use memshim_trace::EndReason;
 
 use super::model::{
-    Estimate, FrameOut, HeapSummary, LeakClass, Leaks, Process, Report, Site, Timeline, SCHEMA,
+    Estimate, FrameOut, HeapSummary, LeakClass, Leaks, Process, PythonOut, Report, Site, Timeline,
+    SCHEMA,
 };
 use crate::analysis::{live_sites, SiteStats};
 use crate::replay::Replayed;
@@ -54,6 +55,11 @@ fn process(t: &Replayed) -> Process {
         end: t.end.as_ref().map(|e| end_name(e.reason)),
         dropped_events: t.dropped,
         sampling_bytes: (t.heap.sample_bytes > 0).then_some(t.heap.sample_bytes),
+        python: t.python.as_ref().map(|p| PythonOut {
+            version: p.version.clone(),
+            frames: p.frames,
+            reason: (!p.frames).then(|| p.reason.clone()),
+        }),
         notes,
         heap: HeapSummary {
             allocations: t.heap.allocations,

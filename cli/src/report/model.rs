@@ -31,6 +31,8 @@ pub struct Process {
     pub dropped_events: u64,
     /// Host stacks were sampled, one per this many bytes on average; null when every stack was taken.
     pub sampling_bytes: Option<u64>,
+    /// The CPython interpreter the process ran, if any.
+    pub python: Option<PythonOut>,
     pub notes: Vec<String>,
     pub heap: HeapSummary,
     pub leaks: Leaks,
@@ -41,6 +43,15 @@ pub struct Process {
     pub numa: NumaSection,
     pub counters: CountersSection,
     pub fragmentation: FragmentationSection,
+}
+
+/// The Python interpreter of a process and whether its frames are in the stacks.
+#[derive(Serialize, Debug)]
+pub struct PythonOut {
+    pub version: String,
+    pub frames: bool,
+    /// Why not, when `frames` is false.
+    pub reason: Option<String>,
 }
 
 /// The machine's NUMA topology and what memshim concludes about placement.

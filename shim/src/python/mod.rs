@@ -85,7 +85,7 @@ pub fn detect(modules: &[Module], enabled: bool) -> Option<PythonRuntime> {
                 return describe(PythonRuntime {
                     version,
                     frames: false,
-                    reason: "turned off (MEMSHIM_PYTHON=0)".into(),
+                    reason: "turned off with MEMSHIM_PYTHON=0".into(),
                 });
             }
             if RUNTIME.set(rt).is_err() {

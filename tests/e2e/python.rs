@@ -1,0 +1,224 @@
+//! Python frames: `examples/python/leaks/python_leaks.py` leaks from named functions through ctypes'
+//! malloc, a bytearray, a C extension and a thread; every CPython 3.9-3.13 found on the machine runs
+//! it under `memshim run`, and each leak site must name the function, file and line exactly.
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::report::{bytes_count, dump, frames, process_by_exe, report_json, sites};
+use crate::util::{memshim_cmd, run_ok, TestDir};
+
+fn leaks_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/python/leaks")
+}
+
+/// The CPython interpreters to test: `python3` on PATH and every pyenv 3.9-3.13, each by the real
+/// path of its executable (pyenv's `python3` is a shell script that runs several processes).
+fn interpreters() -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let real = |cmd: &Path| -> Option<PathBuf> {
+        let out = Command::new(cmd)
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .ok()?;
+        let p = String::from_utf8(out.stdout).ok()?.trim().to_string();
+        (out.status.success() && !p.is_empty())
+            .then(|| std::fs::canonicalize(&p).ok())
+            .flatten()
+    };
+    if let Some(p) = real(Path::new("python3")) {
+        found.push(p);
+    }
+    let root = std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pyenv")));
+    if let Some(Ok(entries)) = root.map(|r| std::fs::read_dir(r.join("versions"))) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let minor: Option<u32> = name
+                .strip_prefix("3.")
+                .and_then(|r| r.split('.').next())
+                .and_then(|m| m.parse().ok());
+            if let Some(m) = minor.filter(|m| (9..=13).contains(m)) {
+                let exe = e.path().join("bin").join(format!("python3.{m}"));
+                if let Some(p) = real(&exe) {
+                    found.push(p);
+                }
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    assert!(!found.is_empty(), "no python3 on PATH: CI installs one");
+    found
+}
+
+/// Builds the `heldext` C extension for `python` into `dir`.
+fn build_extension(python: &Path, dir: &Path) {
+    let out = Command::new(python)
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['include']); print(sysconfig.get_config_var('EXT_SUFFIX'))",
+        ])
+        .output()
+        .expect("python runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut lines = text.lines();
+    let (include, suffix) = (lines.next().unwrap_or(""), lines.next().unwrap_or(".so"));
+    let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-shared", "-fPIC", "-g", "-O1"])
+        .arg(format!("-I{include}"))
+        .arg(leaks_dir().join("heldext.c"))
+        .arg("-o")
+        .arg(dir.join(format!("heldext{suffix}")))
+        .status()
+        .expect("the C compiler runs");
+    assert!(
+        status.success(),
+        "building heldext for {} failed (are its headers installed?)",
+        python.display()
+    );
+}
+
+/// Runs the leaks script with `python` under `memshim run` and returns its process's report.
+fn run_script(python: &Path, test: &str, env: &[(&str, &str)]) -> (Value, TestDir) {
+    let dir = TestDir::new(test);
+    build_extension(python, &dir.root);
+    std::fs::copy(
+        leaks_dir().join("python_leaks.py"),
+        dir.root.join("python_leaks.py"),
+    )
+    .expect("copy the script");
+    let mut cmd = memshim_cmd();
+    cmd.args(["run", "--quiet", "-o"])
+        .arg(dir.traces())
+        .arg("--")
+        .arg(python)
+        .arg("python_leaks.py")
+        .current_dir(&dir.root);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    run_ok(&mut cmd);
+    let report = report_json(&dir.traces());
+    let exe = python.file_name().unwrap().to_string_lossy().into_owned();
+    let p = process_by_exe(&report, &exe).clone();
+    (p, dir)
+}
+
+/// The Python frames of a site as (function, file name, line), innermost first.
+fn python_frames(site: &Value) -> Vec<(String, String, u64)> {
+    frames(site)
+        .iter()
+        .filter(|f| f["kind"] == "python")
+        .map(|f| {
+            let file = f["file"].as_str().unwrap_or("?");
+            (
+                f["function"].as_str().unwrap_or("?").to_string(),
+                file.rsplit('/').next().unwrap_or(file).to_string(),
+                f["line"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect()
+}
+
+/// The one host leak site whose innermost Python frame is `func`.
+fn site_in<'a>(p: &'a Value, func: &str) -> &'a Value {
+    let found: Vec<&Value> = sites(p, "host")
+        .iter()
+        .filter(|s| python_frames(s).first().is_some_and(|f| f.0 == func))
+        .collect();
+    assert_eq!(found.len(), 1, "one site in {func}:\n{}", dump(p));
+    found[0]
+}
+
+fn here(func: &str, line: u64) -> (String, String, u64) {
+    (func.to_string(), "python_leaks.py".to_string(), line)
+}
+
+#[test]
+fn leak_sites_name_the_python_function_file_and_line_on_every_cpython() {
+    for python in interpreters() {
+        let name = python.file_name().unwrap().to_string_lossy().into_owned();
+        let (p, _dir) = run_script(&python, &format!("python_frames_{name}"), &[]);
+        let what = format!("{}", python.display());
+        assert_eq!(p["python"]["frames"], true, "{what}: {}", p["python"]);
+        let module = here("<module>", 53);
+
+        let s = site_in(&p, "ctypes_leak");
+        assert_eq!(bytes_count(s), (3 * 70001, 3), "{what}");
+        let want = vec![here("ctypes_leak", 25), here("main", 43), module.clone()];
+        assert_eq!(python_frames(s), want, "{what}");
+
+        let s = site_in(&p, "bytearray_leak");
+        // bytearray keeps room for a trailing NUL.
+        assert_eq!(bytes_count(s), (2_000_004, 1), "{what}");
+        let want = vec![here("bytearray_leak", 29), here("main", 44), module.clone()];
+        assert_eq!(python_frames(s), want, "{what}");
+
+        let s = site_in(&p, "ext_leak");
+        assert_eq!(bytes_count(s), (2 * 30011, 2), "{what}");
+        let want = vec![here("ext_leak", 34), here("main", 45), module.clone()];
+        assert_eq!(python_frames(s), want, "{what}");
+        // The native frames stay, above the Python frame that called them.
+        let f = &frames(s)[0];
+        assert_eq!(
+            (&f["kind"], &f["function"]),
+            (&"native".into(), &"ext_hold".into())
+        );
+        assert!(f["file"].as_str().is_some_and(|f| f.ends_with("heldext.c")));
+
+        let s = site_in(&p, "thread_leak");
+        assert_eq!(bytes_count(s), (2 * 50007, 2), "{what}");
+        let py = python_frames(s);
+        assert_eq!(py[0], here("thread_leak", 39), "{what}");
+        let names: Vec<String> = py.iter().map(|f| f.0.clone()).collect();
+        // Qualified names since 3.11.
+        let class = if names.iter().any(|n| n == "Thread.run") {
+            "Thread."
+        } else {
+            ""
+        };
+        let tail: Vec<String> = ["run", "_bootstrap_inner", "_bootstrap"]
+            .iter()
+            .map(|n| format!("{class}{n}"))
+            .collect();
+        assert!(
+            names.ends_with(&tail),
+            "{what}: the thread's frames end in threading's bootstrap: {names:?}"
+        );
+        assert!(
+            py[1..].iter().all(|f| f.1 == "threading.py"),
+            "{what}: {py:?}"
+        );
+    }
+}
+
+#[test]
+fn python_frames_can_be_turned_off_and_the_report_says_so() {
+    let python = &interpreters()[0];
+    let (p, _dir) = run_script(python, "python_frames_off", &[("MEMSHIM_PYTHON", "0")]);
+    assert_eq!(p["python"]["frames"], false);
+    assert_eq!(p["python"]["reason"], "turned off with MEMSHIM_PYTHON=0");
+    let any_python = sites(&p, "host")
+        .iter()
+        .flat_map(|s| frames(s).iter())
+        .any(|f| f["kind"] == "python");
+    assert!(!any_python, "no Python frames when turned off");
+    // The leak is still found, by its native stack.
+    let ext = sites(&p, "host")
+        .iter()
+        .find(|s| frames(s)[0]["function"] == "ext_hold")
+        .unwrap_or_else(|| panic!("the extension's leak: {}", dump(&p)));
+    assert_eq!(bytes_count(ext), (2 * 30011, 2));
+}
+
+#[test]
+fn a_native_program_has_no_python_section() {
+    let dir = TestDir::new("python_none");
+    let prog = dir.compile("leaky.c");
+    let (_, report) = crate::util::traced(&dir, &prog, &[] as &[&str]);
+    let p = process_by_exe(&report, "leaky");
+    assert_eq!(p["python"], Value::Null);
+}
