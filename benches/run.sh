@@ -45,7 +45,9 @@ rstart=$(date +%s.%N); "$M" report --format json "$work/ms" > /dev/null; rend=$(
 hstart=$(date +%s.%N); heaptrack_print "$htfile" > /dev/null 2>&1 || true; hend=$(date +%s.%N)
 events=$("$M" info "$msfile" | awk '/^  (alloc|free) /{s+=$2} END{print s}')
 
-# Python: the dict-building workload bare, under memshim (native stacks) and under memray --native.
+# Python: the dict-building workload bare, under memshim (Python frames merged into native stacks; with
+# native stacks only, MEMSHIM_PYTHON=0; with every object through malloc, --python-malloc) and under
+# memray --native.
 # The interpreter itself, not a launcher script (pyenv's shims are bash scripts memshim would trace too).
 PY=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')
 if ! "$PY" -m memray --version >/dev/null 2>&1; then
@@ -54,6 +56,10 @@ fi
 for r in $(seq "$ROUNDS"); do
     measure py-bare "$PY" benches/python_dicts.py
     rm -rf "$work/pms"; measure py-memshim "$M" run -q -o "$work/pms" -- "$PY" benches/python_dicts.py
+    rm -rf "$work/pmn"
+    measure py-memshim-native env MEMSHIM_PYTHON=0 "$M" run -q -o "$work/pmn" -- "$PY" benches/python_dicts.py
+    rm -rf "$work/pmm"
+    measure py-memshim-pymalloc "$M" run -q --python-malloc -o "$work/pmm" -- "$PY" benches/python_dicts.py
     if "$PY" -m memray --version >/dev/null 2>&1; then
         rm -f "$work/mr.bin"
         measure py-memray "$PY" -m memray run --native -q -o "$work/mr.bin" benches/python_dicts.py
@@ -64,12 +70,12 @@ awk -v n="$N" -v msb="$ms_bytes" -v htb="$ht_bytes" \
     -v rs="$(echo "$rend - $rstart" | bc)" -v hs="$(echo "$hend - $hstart" | bc)" -v ev="$events" '
 { wall[$1] += $2; cpu[$1] += $3; cnt[$1]++ }
 END {
-    printf "%-16s %10s %10s %10s %10s\n", "tool", "wall s", "x bare", "cpu s", "x bare"
+    printf "%-20s %10s %10s %10s %10s\n", "tool", "wall s", "x bare", "cpu s", "x bare"
     for (t in wall) {
         base = (t ~ /^py-/) ? "py-bare" : "bare"
         bw = wall[base] / cnt[base]; bc = cpu[base] / cnt[base]
         w = wall[t] / cnt[t]; c = cpu[t] / cnt[t]
-        printf "%-16s %10.3f %10.2f %10.3f %10.2f\n", t, w, w / bw, c, (bc > 0 ? c / bc : 0)
+        printf "%-20s %10.3f %10.2f %10.3f %10.2f\n", t, w, w / bw, c, (bc > 0 ? c / bc : 0)
     }
     printf "\ntrace size: memshim %.2f bytes/allocation, heaptrack %.2f bytes/allocation\n", msb / n, htb / n
     printf "report: memshim %.3f s (%.1f M alloc+free events/s), heaptrack_print %.3f s\n", rs, ev / rs / 1e6, hs

@@ -23,6 +23,12 @@ pub enum Command {
         /// Print nothing of memshim's own, so stderr holds only the command's output.
         #[arg(short, long)]
         quiet: bool,
+        /// Make CPython allocate every object with malloc (PYTHONMALLOC=malloc), so each object has
+        /// its own site; without it, objects of 512 bytes or less come from pymalloc's arenas and
+        /// only the arenas (mappings of 256 KiB or 1 MiB) are seen. Slower: every small object
+        /// becomes a recorded allocation.
+        #[arg(long)]
+        python_malloc: bool,
         /// The command and its arguments (put them after `--`).
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         command: Vec<String>,

@@ -27,8 +27,9 @@ fn main() -> ExitCode {
         args::Command::Run {
             output,
             quiet,
+            python_malloc,
             command,
-        } => cmd::run::run(output, quiet, command),
+        } => cmd::run::run(output, quiet, python_malloc, command),
         args::Command::Report {
             paths,
             format,

@@ -222,3 +222,37 @@ fn a_native_program_has_no_python_section() {
     let p = process_by_exe(&report, "leaky");
     assert_eq!(p["python"], Value::Null);
 }
+
+#[test]
+fn python_malloc_shows_each_small_object_at_its_line() {
+    let python = &interpreters()[0];
+    let exe = python.file_name().unwrap().to_string_lossy().into_owned();
+    let run = |flag: Option<&str>, test: &str| {
+        let dir = TestDir::new(test);
+        std::fs::copy(
+            leaks_dir().join("small_objects.py"),
+            dir.root.join("small_objects.py"),
+        )
+        .expect("copy the script");
+        let mut cmd = memshim_cmd();
+        cmd.args(["run", "--quiet", "-o"]).arg(dir.traces());
+        cmd.args(flag).arg("--").arg(python).arg("small_objects.py");
+        run_ok(cmd.current_dir(&dir.root));
+        process_by_exe(&report_json(&dir.traces()), &exe).clone()
+    };
+    let line_11 = |p: &Value| -> Option<(u64, u64)> {
+        sites(p, "host")
+            .iter()
+            .find(|s| {
+                python_frames(s).first()
+                    == Some(&("small_objects".into(), "small_objects.py".into(), 11))
+            })
+            .map(bytes_count)
+    };
+    let p = run(Some("--python-malloc"), "python_malloc_on");
+    assert_eq!(line_11(&p), Some((1000 * 233, 1000)), "{}", dump(&p));
+    // Without it the objects live in pymalloc's arenas: the line holds a few arena-sized blocks
+    // at most, never the objects one by one.
+    let p = run(None, "python_malloc_off");
+    assert!(line_11(&p).is_none_or(|(_, n)| n < 10), "{}", dump(&p));
+}

@@ -14,7 +14,12 @@ use crate::traces;
 const LIB_NAME: &str = "libmemshim.so";
 
 /// Runs the subcommand; returns the exit code to leave with (the command's own).
-pub fn run(output: Option<PathBuf>, quiet: bool, command: Vec<String>) -> Result<u8> {
+pub fn run(
+    output: Option<PathBuf>,
+    quiet: bool,
+    python_malloc: bool,
+    command: Vec<String>,
+) -> Result<u8> {
     let lib = find_lib()?;
     let program = command.first().context("no command was given after --")?;
     let dir = match output {
@@ -44,6 +49,9 @@ pub fn run(output: Option<PathBuf>, quiet: bool, command: Vec<String>) -> Result
     // user asked for in-process symbolization one way or the other.
     if std::env::var_os("MEMSHIM_SYMBOLIZE").is_none() {
         cmd.env("MEMSHIM_SYMBOLIZE", "0");
+    }
+    if python_malloc {
+        cmd.env("PYTHONMALLOC", "malloc");
     }
     let mut child = cmd
         .spawn()
