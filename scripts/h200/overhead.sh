@@ -14,7 +14,12 @@ echo "== copy_overhead: bare / full / CUDA only / CUDA only with libgcc unwinder
 "$M" run -q -o "$w/a" -- "$w/copy_overhead"
 MEMSHIM_HEAP=0 MEMSHIM_MMAP=0 "$M" run -q -o "$w/b" -- "$w/copy_overhead"
 MEMSHIM_UNWIND=gcc MEMSHIM_HEAP=0 MEMSHIM_MMAP=0 "$M" run -q -o "$w/c" -- "$w/copy_overhead"
-echo "== transformer step: bare / full stacks / sampled 512K"
-python3 examples/python/torch_train_overhead.py 30 2>&1 | tail -1
-"$M" run -q -o "$w/d" -- python3 examples/python/torch_train_overhead.py 30 2>&1 | tail -1
-MEMSHIM_SAMPLE_BYTES=512K "$M" run -q -o "$w/e" -- python3 examples/python/torch_train_overhead.py 30 2>&1 | tail -1
+# Each model: bare / full stacks with Python frames / full stacks, native only / sampled host stacks
+# (512K) with CUDA in full.
+for model in transformer mlp; do
+    echo "== $model step: bare / full / full MEMSHIM_PYTHON=0 / sampled 512K"
+    python3 examples/python/torch_train_overhead.py 30 $model 2>&1 | tail -1
+    "$M" run -q -o "$w/d$model" -- python3 examples/python/torch_train_overhead.py 30 $model 2>&1 | tail -1
+    MEMSHIM_PYTHON=0 "$M" run -q -o "$w/n$model" -- python3 examples/python/torch_train_overhead.py 30 $model 2>&1 | tail -1
+    MEMSHIM_SAMPLE_BYTES=512K "$M" run -q -o "$w/e$model" -- python3 examples/python/torch_train_overhead.py 30 $model 2>&1 | tail -1
+done
