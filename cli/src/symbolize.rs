@@ -26,6 +26,8 @@ pub struct Frame {
     pub address: u64,
     /// True for a Python frame (function, file and line of the interpreted code).
     pub python: bool,
+    /// True for a Python frame of the main thread, lent to a thread that ran no Python code.
+    pub lent: bool,
 }
 
 /// Why a module's file cannot be used.
@@ -47,7 +49,7 @@ impl Symbolizer {
         if let Some(f) = self.cache.get(&addr) {
             return f.clone();
         }
-        if let FrameRef::Python { code, line } = FrameRef::decode(addr) {
+        if let FrameRef::Python { code, line, lent } = FrameRef::decode(addr) {
             let f = trace.py_codes.get(&code);
             return vec![Frame {
                 function: Some(
@@ -58,6 +60,7 @@ impl Symbolizer {
                 module: None,
                 address: addr,
                 python: true,
+                lent,
             }];
         }
         let module = find_module(&trace.modules, addr);
@@ -72,6 +75,7 @@ impl Symbolizer {
                     module: module_path.clone(),
                     address: addr,
                     python: false,
+                    lent: false,
                 })
                 .collect(),
             _ => match module {
@@ -87,6 +91,7 @@ impl Symbolizer {
                 module: module_path,
                 address: addr,
                 python: false,
+                lent: false,
             });
         }
         self.cache.insert(addr, frames.clone());
@@ -122,6 +127,7 @@ impl Symbolizer {
                     module: Some(path.clone()),
                     address: addr,
                     python: false,
+                    lent: false,
                 });
             }
         }
@@ -134,6 +140,7 @@ impl Symbolizer {
                     module: Some(path),
                     address: addr,
                     python: false,
+                    lent: false,
                 }];
             }
         }

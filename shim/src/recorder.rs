@@ -34,8 +34,20 @@ pub const UNSAMPLED_HASH: u64 = 0;
 /// Captures the caller's stack and returns its hash, sending the frames if they are new.
 #[inline(always)]
 pub fn stack_hash() -> u64 {
+    stack_hash_with(false)
+}
+
+/// As [`stack_hash`], for a rare call (CUDA, NUMA) that a thread without Python frames makes on
+/// behalf of Python code: such a thread gets the main thread's Python frames, marked as lent.
+#[inline(always)]
+pub fn call_stack_hash() -> u64 {
+    stack_hash_with(true)
+}
+
+#[inline(always)]
+fn stack_hash_with(lend_python: bool) -> u64 {
     let depth = session::config().map_or(64, |c| c.stack_depth);
-    let captured = stacks::capture(depth);
+    let captured = stacks::capture(depth, lend_python);
     let frames = captured.frames();
     let hash = stacks::hash(frames);
     if session::first_sighting(hash) {
@@ -159,7 +171,7 @@ pub fn on_numa(
 ) {
     record(session::numa_active, || {
         let t = clock::monotonic_ns();
-        let stack = stack_hash();
+        let stack = call_stack_hash();
         let record = memshim_trace::Record::NumaCall(memshim_trace::NumaCall {
             func,
             mode,

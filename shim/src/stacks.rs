@@ -45,8 +45,9 @@ impl Captured {
 }
 
 /// Captures up to `depth` frames of the calling thread, skipping the shim's own frames at the top.
+/// With `lend_python`, a thread without Python frames gets the main thread's.
 #[inline(never)]
-pub fn capture(depth: usize) -> Captured {
+pub fn capture(depth: usize, lend_python: bool) -> Captured {
     let mut out = Captured {
         frames: [0; MAX_STACK_DEPTH + crate::python::MAX_PY_FRAMES],
         len: 0,
@@ -70,7 +71,7 @@ pub fn capture(depth: usize) -> Captured {
             out.frames[out.len] = ip as u64;
             out.len += 1;
         }
-        out.len = crate::python::merge(&mut out.frames, out.len);
+        out.len = crate::python::merge(&mut out.frames, out.len, lend_python);
         return out;
     }
     let mut take = |ip: usize| -> bool {
@@ -91,7 +92,7 @@ pub fn capture(depth: usize) -> Captured {
     unsafe {
         backtrace::trace_unsynchronized(|frame| take(frame.ip() as usize));
     }
-    out.len = crate::python::merge(&mut out.frames, out.len);
+    out.len = crate::python::merge(&mut out.frames, out.len, lend_python);
     out
 }
 
@@ -191,7 +192,7 @@ mod tests {
     #[test]
     fn capture_skips_nothing_outside_the_shim_range_and_respects_depth() {
         set_self_range(0, 0);
-        let c = capture(3);
+        let c = capture(3, false);
         assert_eq!(c.frames().len(), 3);
         assert!(c.frames().iter().all(|&f| f != 0));
     }

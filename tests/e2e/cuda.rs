@@ -10,7 +10,7 @@ use crate::report::*;
 use crate::util::*;
 
 /// Builds the stand-in driver and the programs into `<test dir>/cuda`.
-fn build(dir: &TestDir) -> PathBuf {
+pub fn build(dir: &TestDir) -> PathBuf {
     let out = dir.path("cuda");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("cuda/build.sh");
     let status = Command::new("bash")

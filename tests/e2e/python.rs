@@ -256,3 +256,68 @@ fn python_malloc_shows_each_small_object_at_its_line() {
     let p = run(None, "python_malloc_off");
     assert!(line_11(&p).is_none_or(|(_, n)| n < 10), "{}", dump(&p));
 }
+
+#[test]
+fn device_memory_names_python_lines_and_lends_main_thread_frames_to_native_threads() {
+    for python in interpreters() {
+        let name = python.file_name().unwrap().to_string_lossy().into_owned();
+        let dir = TestDir::new(&format!("python_cuda_{name}"));
+        let cuda = crate::cuda::build(&dir);
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("cuda/python");
+        let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+            .args(["-shared", "-fPIC", "-g", "-o"])
+            .arg(dir.root.join("native_worker.so"))
+            .arg(src.join("native_worker.c"))
+            .args(["-ldl", "-lpthread"])
+            .status()
+            .expect("the C compiler runs");
+        assert!(status.success(), "building native_worker.so");
+        std::fs::copy(
+            src.join("cuda_from_python.py"),
+            dir.root.join("cuda_from_python.py"),
+        )
+        .expect("copy the script");
+        let mut cmd = memshim_cmd();
+        cmd.args(["run", "--quiet", "-o"])
+            .arg(dir.traces())
+            .arg("--")
+            .arg(&python)
+            .arg("cuda_from_python.py")
+            .env("LD_LIBRARY_PATH", &cuda)
+            .current_dir(&dir.root);
+        run_ok(&mut cmd);
+        let report = report_json(&dir.traces());
+        let p = process_by_exe(&report, &name);
+        let device = sites(p, "device");
+        let at = |bytes: u64| {
+            device
+                .iter()
+                .find(|s| bytes_count(s) == (bytes, 1))
+                .unwrap_or_else(|| panic!("{name}: a {bytes}-byte device leak:\n{}", dump(p)))
+        };
+        let here = |f: &str, line| (f.to_string(), "cuda_from_python.py".to_string(), line);
+        let forward = at(1 << 20);
+        assert_eq!(
+            python_frames(forward),
+            vec![here("forward", 26), here("step", 34), here("<module>", 38)],
+            "{name}"
+        );
+        assert!(frames(forward).iter().all(|f| f["main_thread"].is_null()));
+        // The native thread's own frames first, then the main thread's, lent: exact lines from
+        // 3.11 on (read from the line table), the function's first line before.
+        let backward = at(3 << 20);
+        assert_eq!(frames(backward)[0]["function"], "worker", "{name}");
+        let exact = !name.ends_with("3.9") && !name.ends_with("3.10");
+        let want = if exact {
+            vec![here("backward", 30), here("step", 35), here("<module>", 38)]
+        } else {
+            vec![here("backward", 29), here("step", 33), here("<module>", 1)]
+        };
+        assert_eq!(python_frames(backward), want, "{name}");
+        let lent: Vec<&Value> = frames(backward)
+            .iter()
+            .filter(|f| f["kind"] == "python")
+            .collect();
+        assert!(lent.iter().all(|f| f["main_thread"] == true), "{name}");
+    }
+}

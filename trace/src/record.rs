@@ -82,6 +82,8 @@ pub enum Record {
 /// Bit 63 marks a stack frame as a Python frame rather than a return address: no user-space address
 /// on a supported platform has it set.
 pub const PYTHON_FRAME: u64 = 1 << 63;
+/// Bit 62 of a Python frame: the frame is the main thread's, lent to a thread that ran no Python code.
+const LENT: u64 = 1 << 62;
 
 /// A stack frame: a native return address or a Python frame (code object and line).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,6 +96,9 @@ pub enum FrameRef {
         code: u32,
         /// The line number (0 when unknown).
         line: u32,
+        /// True when the frame is the interpreter's main thread's, recorded for a native thread
+        /// that ran no Python code of its own (PyTorch's autograd engine, say).
+        lent: bool,
     },
 }
 
@@ -104,15 +109,22 @@ impl FrameRef {
             FrameRef::Native(frame)
         } else {
             FrameRef::Python {
-                code: ((frame >> 32) & 0x7FFF_FFFF) as u32,
+                code: ((frame >> 32) & 0x3FFF_FFFF) as u32,
                 line: frame as u32,
+                lent: frame & LENT != 0,
             }
         }
     }
 
-    /// The stack entry for a Python frame (code ids above 2^31 - 1 wrap; the shim never issues them).
+    /// The stack entry for a Python frame of the thread itself (code ids above 2^30 - 1 wrap; the
+    /// shim never issues them).
     pub fn python(code: u32, line: u32) -> u64 {
-        PYTHON_FRAME | (u64::from(code & 0x7FFF_FFFF) << 32) | u64::from(line)
+        PYTHON_FRAME | (u64::from(code & 0x3FFF_FFFF) << 32) | u64::from(line)
+    }
+
+    /// The stack entry for a frame lent by the main thread.
+    pub fn python_lent(code: u32, line: u32) -> u64 {
+        FrameRef::python(code, line) | LENT
     }
 }
 

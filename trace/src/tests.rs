@@ -323,16 +323,26 @@ fn frames_appended_after_the_end_are_read() {
 #[test]
 fn python_frames_are_told_from_addresses() {
     let f = FrameRef::python(7, 42);
-    assert_eq!(FrameRef::decode(f), FrameRef::Python { code: 7, line: 42 });
+    let own = |code, line| FrameRef::Python {
+        code,
+        line,
+        lent: false,
+    };
+    assert_eq!(FrameRef::decode(f), own(7, 42));
+    assert_eq!(
+        FrameRef::decode(FrameRef::python_lent(7, 42)),
+        FrameRef::Python {
+            code: 7,
+            line: 42,
+            lent: true
+        }
+    );
     assert_eq!(
         FrameRef::decode(0x7fff_0000_0042),
         FrameRef::Native(0x7fff_0000_0042)
     );
     assert_eq!(
-        FrameRef::decode(FrameRef::python(0x7FFF_FFFF, u32::MAX)),
-        FrameRef::Python {
-            code: 0x7FFF_FFFF,
-            line: u32::MAX
-        }
+        FrameRef::decode(FrameRef::python(0x3FFF_FFFF, u32::MAX)),
+        own(0x3FFF_FFFF, u32::MAX)
     );
 }

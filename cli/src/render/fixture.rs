@@ -10,6 +10,20 @@ fn frame(function: &str, file: &str, line: u32) -> FrameOut {
         line: Some(line),
         module: Some("/app/train".into()),
         address: "0x401234".into(),
+        main_thread: false,
+    }
+}
+
+/// A Python frame; `main_thread` when it was lent to a native thread.
+fn py(function: &str, line: u32, main_thread: bool) -> FrameOut {
+    FrameOut {
+        kind: "python",
+        function: Some(function.into()),
+        file: Some("/src/train.py".into()),
+        line: Some(line),
+        module: None,
+        address: "0x8000000100000010".into(),
+        main_thread,
     }
 }
 
@@ -104,11 +118,34 @@ pub fn report() -> Report {
             ],
         ),
     ]);
-    main.leaks.device = class(vec![site(
-        64 << 20,
-        4,
-        vec![frame("alloc_activations", "model.cu", 9)],
-    )]);
+    main.leaks.device = class(vec![
+        site(64 << 20, 4, vec![frame("alloc_activations", "model.cu", 9)]),
+        site(
+            40 << 20,
+            2,
+            vec![
+                frame("cudaMalloc", "cuda_runtime.c", 3),
+                frame("_PyEval_EvalFrameDefault", "ceval.c", 100),
+                py("train_step", 27, false),
+                py("<module>", 39, false),
+            ],
+        ),
+        site(
+            20 << 20,
+            1,
+            vec![
+                frame("cudaMalloc", "cuda_runtime.c", 3),
+                frame("Engine::thread_main", "engine.cpp", 50),
+                py("train_step", 30, true),
+                py("<module>", 39, true),
+            ],
+        ),
+    ]);
+    main.python = Some(PythonOut {
+        version: "3.12.3".into(),
+        frames: true,
+        reason: None,
+    });
     main.device = DeviceSection {
         seen: true,
         allocations: 10,

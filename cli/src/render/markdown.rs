@@ -275,7 +275,12 @@ fn site_cell(frames: &[FrameOut]) -> String {
         ),
         None => String::new(),
     };
-    format!("{}{more}{calls}", parts.join(" ← "))
+    let lent = if frames.first().is_some_and(|f| f.main_thread) {
+        "main thread: "
+    } else {
+        ""
+    };
+    format!("{lent}{}{more}{calls}", parts.join(" ← "))
 }
 
 /// Keeps a table cell a single cell.

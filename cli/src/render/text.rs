@@ -426,6 +426,12 @@ impl Text {
 /// into one level down (see [`site_view`]).
 fn write_stack(out: &mut dyn Write, frames: &[FrameOut], shown: usize) -> io::Result<()> {
     let (first, native) = site_view(frames);
+    if first.first().is_some_and(|f| f.main_thread) {
+        writeln!(
+            out,
+            "        (the main thread's Python frames: this thread ran no Python code)"
+        )?;
+    }
     for f in first.iter().take(shown) {
         writeln!(out, "        {}", frame_line(f))?;
     }

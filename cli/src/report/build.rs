@@ -151,6 +151,7 @@ pub fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
             line: f.line,
             module: f.module,
             address: format!("{:#x}", f.address),
+            main_thread: f.lent,
         })
         .collect()
 }

@@ -428,4 +428,8 @@ pub struct FrameOut {
     pub module: Option<String>,
     /// The return address, as hex.
     pub address: String,
+    /// Present (true) on a Python frame of the main thread, lent to a native thread that ran no
+    /// Python code (PyTorch's autograd engine during `backward()`, say).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub main_thread: bool,
 }

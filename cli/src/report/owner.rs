@@ -74,6 +74,7 @@ mod tests {
             line: None,
             module: Some(module.into()),
             address: "0x1".into(),
+            main_thread: false,
         }
     }
 

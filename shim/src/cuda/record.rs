@@ -8,7 +8,7 @@ use memshim_trace::{
 };
 
 use crate::msg::{Msg, StackedMsg};
-use crate::recorder::{record_guarded, stack_hash};
+use crate::recorder::{call_stack_hash, record_guarded};
 use crate::{clock, guard, real, session};
 
 fn send(record: Record, with_stack: bool) {
@@ -18,7 +18,7 @@ fn send(record: Record, with_stack: bool) {
 fn send_at(at: Option<u64>, record: Record, with_stack: bool) {
     record_guarded(session::cuda_active, || {
         let t = at.unwrap_or_else(clock::monotonic_ns);
-        let stack = with_stack.then(stack_hash);
+        let stack = with_stack.then(call_stack_hash);
         session::send(Msg::Stacked(Box::new(StackedMsg {
             t,
             tid: guard::tid(),

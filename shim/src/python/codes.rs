@@ -74,7 +74,7 @@ fn name(
     fp: u32,
     slot: usize,
 ) -> u32 {
-    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed) & 0x7FFF_FFFF;
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed) & 0x3FFF_FFFF;
     let text = |off: usize| {
         let obj = mem.word(code + off).unwrap_or(0);
         read_str(mem, l, unicode_type, obj).unwrap_or_else(|| "?".into())

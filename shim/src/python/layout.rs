@@ -57,6 +57,10 @@ pub struct Layout {
     /// The qualified name where the version has one (3.11+), else the name.
     pub code_name: usize,
     pub code_firstlineno: usize,
+    /// 3.11+: `co_linetable` (a bytes object) and `co_code_adaptive` (the first instruction), to find
+    /// a frame's line without calling into the interpreter.
+    pub code_linetable: Option<usize>,
+    pub code_adaptive: Option<usize>,
     /// `sizeof(PyASCIIObject)` and `sizeof(PyCompactUnicodeObject)`: where a compact string's
     /// characters start.
     pub ascii_size: usize,
@@ -68,6 +72,20 @@ pub const OB_TYPE: usize = 8;
 /// `PyASCIIObject.length` and `.state` (the same in every supported version).
 pub const STR_LENGTH: usize = 16;
 pub const STR_STATE: usize = 32;
+
+/// `PyBytesObject`: its length and where its bytes start (the same in every supported version).
+pub const BYTES_SIZE: usize = 16;
+pub const BYTES_DATA: usize = 32;
+
+impl Layout {
+    /// Offset in a frame of its instruction pointer (3.11+).
+    pub fn frame_instr(&self) -> Option<usize> {
+        match self.line {
+            Line::PrevInstr { offset, .. } | Line::Api { instr: offset } => Some(offset),
+            Line::Lasti { .. } => None,
+        }
+    }
+}
 
 /// The layout for CPython 3.`minor`, if it is supported.
 pub fn for_minor(minor: u32) -> Option<&'static Layout> {
@@ -94,6 +112,8 @@ static LAYOUTS: [Layout; 5] = [
         code_filename: 104,
         code_name: 112,
         code_firstlineno: 40,
+        code_linetable: None,
+        code_adaptive: None,
         ascii_size: 48,
         compact_size: 72,
     },
@@ -110,6 +130,8 @@ static LAYOUTS: [Layout; 5] = [
         code_filename: 104,
         code_name: 112,
         code_firstlineno: 40,
+        code_linetable: None,
+        code_adaptive: None,
         ascii_size: 48,
         compact_size: 72,
     },
@@ -129,6 +151,8 @@ static LAYOUTS: [Layout; 5] = [
         code_filename: 112,
         code_name: 128,
         code_firstlineno: 72,
+        code_linetable: Some(136),
+        code_adaptive: Some(184),
         ascii_size: 48,
         compact_size: 72,
     },
@@ -146,6 +170,8 @@ static LAYOUTS: [Layout; 5] = [
         code_filename: 112,
         code_name: 128,
         code_firstlineno: 68,
+        code_linetable: Some(136),
+        code_adaptive: Some(192),
         ascii_size: 40,
         compact_size: 56,
     },
@@ -163,6 +189,8 @@ static LAYOUTS: [Layout; 5] = [
         code_filename: 112,
         code_name: 128,
         code_firstlineno: 68,
+        code_linetable: Some(136),
+        code_adaptive: Some(200),
         ascii_size: 40,
         compact_size: 56,
     },

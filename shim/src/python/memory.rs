@@ -43,24 +43,31 @@ impl Memory for Direct {
 /// Reads through `process_vm_readv` on this process: an unmapped address is an error (EFAULT).
 pub struct Checked;
 
-impl Memory for Checked {
-    fn read8(&self, addr: usize) -> Option<[u8; 8]> {
+impl Checked {
+    /// Fills `buf` from `addr`; false unless every byte could be read.
+    pub fn read_into(&self, addr: usize, buf: &mut [u8]) -> bool {
         if addr < 4096 {
-            return None;
+            return false;
         }
-        let mut out = [0u8; 8];
         let local = libc::iovec {
-            iov_base: out.as_mut_ptr().cast(),
-            iov_len: 8,
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
         };
         let remote = libc::iovec {
             iov_base: addr as *mut libc::c_void,
-            iov_len: 8,
+            iov_len: buf.len(),
         };
-        // SAFETY: `local` is a writable 8-byte buffer; the kernel checks `remote` and fails with
-        // EFAULT instead of faulting when it is not mapped.
+        // SAFETY: `local` is a writable buffer of the length given; the kernel checks `remote` and
+        // fails with EFAULT instead of faulting when it is not mapped.
         let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
-        (n == 8).then_some(out)
+        n == buf.len() as isize
+    }
+}
+
+impl Memory for Checked {
+    fn read8(&self, addr: usize) -> Option<[u8; 8]> {
+        let mut out = [0u8; 8];
+        self.read_into(addr, &mut out).then_some(out)
     }
 }
 

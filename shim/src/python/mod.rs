@@ -20,8 +20,10 @@
 //! `Python` record, shown by the report).
 //!
 //! Never: take the GIL, call anything that allocates, counts references or runs Python code.
+mod borrow;
 mod codes;
 mod layout;
+mod linetable;
 mod memory;
 mod runtime;
 mod walk;
@@ -107,39 +109,44 @@ pub fn after_fork() {
 }
 
 /// Merges the calling thread's Python frames into `frames[..len]` (native return addresses,
-/// innermost first); returns the new length. `frames` has room for [`MAX_PY_FRAMES`] more.
+/// innermost first); returns the new length. `frames` has room for [`MAX_PY_FRAMES`] more. With
+/// `lend`, a thread without Python frames of its own gets the main thread's (see `borrow`).
 #[inline]
-pub fn merge(frames: &mut [u64], len: usize) -> usize {
+pub fn merge(frames: &mut [u64], len: usize, lend: bool) -> usize {
     let state = STATE.load(Ordering::Acquire);
     if state != ON && !(state == UNVERIFIED && verify()) {
         return len;
     }
     let Some(rt) = RUNTIME.get() else { return len };
     let tstate = rt.thread_state();
-    if tstate == 0 {
-        return len;
-    }
     let mut py = [0u64; MAX_PY_FRAMES];
     let mut ends = [0u8; MAX_PY_FRAMES];
     let (mut n, mut segments) = (0usize, 0usize);
     let l = rt.layout;
-    let _ = walk(&Direct, l, rt.code_type, tstate, |step| {
-        match step {
-            Step::Frame { frame, code } => {
-                let Some(line) = frame_line(rt, frame, code) else {
-                    return true;
-                };
-                let id = codes::id(&Direct, l, rt.unicode_type, code);
-                py[n] = FrameRef::python(id, line);
-                n += 1;
+    let _ = (tstate != 0).then(|| {
+        walk(&Direct, l, rt.code_type, tstate, |step| {
+            match step {
+                Step::Frame { frame, code } => {
+                    let Some(line) = frame_line(rt, frame, code) else {
+                        return true;
+                    };
+                    let id = codes::id(&Direct, l, rt.unicode_type, code);
+                    py[n] = FrameRef::python(id, line);
+                    n += 1;
+                }
+                Step::Boundary => {
+                    ends[segments] = n as u8;
+                    segments += 1;
+                }
             }
-            Step::Boundary => {
-                ends[segments] = n as u8;
-                segments += 1;
-            }
-        }
-        n < MAX_PY_FRAMES && segments < MAX_PY_FRAMES
+            n < MAX_PY_FRAMES && segments < MAX_PY_FRAMES
+        })
     });
+    if n == 0 && lend {
+        // Below the native frames: they ran on this thread, not under the lent frames.
+        n = borrow::main_thread_frames(rt, tstate, &mut py);
+        segments = 0;
+    }
     if n == 0 {
         return len;
     }

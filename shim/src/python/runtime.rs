@@ -19,6 +19,10 @@ type IsFinalizing = unsafe extern "C" fn() -> c_int;
 type Addr2Line = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
 /// `PyUnstable_InterpreterFrame_GetLine(frame)`.
 type FrameLine = unsafe extern "C" fn(*mut c_void) -> c_int;
+/// `PyInterpreterState_Head()`.
+type InterpreterHead = unsafe extern "C" fn() -> *mut c_void;
+/// `PyInterpreterState_ThreadHead(interp)`.
+type ThreadHead = unsafe extern "C" fn(*mut c_void) -> *mut c_void;
 
 /// A CPython found in the process, with the functions and objects a walk needs.
 pub struct Runtime {
@@ -28,6 +32,7 @@ pub struct Runtime {
     is_finalizing: Option<IsFinalizing>,
     addr2line: Option<Addr2Line>,
     frame_line: Option<FrameLine>,
+    threads: Option<(InterpreterHead, ThreadHead)>,
     /// `&PyCode_Type` and `&PyUnicode_Type`.
     pub code_type: usize,
     pub unicode_type: usize,
@@ -106,6 +111,8 @@ fn from_handle(h: *mut c_void) -> Found {
     };
     let addr2line = sym(h, c"PyCode_Addr2Line");
     let frame_line = sym(h, c"PyUnstable_InterpreterFrame_GetLine");
+    let interp_head = sym(h, c"PyInterpreterState_Head");
+    let thread_head = sym(h, c"PyInterpreterState_ThreadHead");
     let needs_frame_line = matches!(layout.line, layout::Line::Api { .. });
     if code_type == 0
         || unicode_type == 0
@@ -126,6 +133,12 @@ fn from_handle(h: *mut c_void) -> Found {
             addr2line: Some(std::mem::transmute::<usize, Addr2Line>(addr2line)),
             frame_line: (frame_line != 0)
                 .then(|| std::mem::transmute::<usize, FrameLine>(frame_line)),
+            threads: (interp_head != 0 && thread_head != 0).then(|| {
+                (
+                    std::mem::transmute::<usize, InterpreterHead>(interp_head),
+                    std::mem::transmute::<usize, ThreadHead>(thread_head),
+                )
+            }),
             code_type,
             unicode_type,
             eval: symbol_range(sym(h, c"_PyEval_EvalFrameDefault")),
@@ -177,6 +190,24 @@ impl Runtime {
                 return 0;
             }
             (self.this_thread_state)() as usize
+        }
+    }
+
+    /// The newest thread state of the main interpreter (0 when none), or `None` while finalizing.
+    pub fn thread_head(&self) -> Option<usize> {
+        let (interp_head, thread_head) = self.threads?;
+        // SAFETY: both only read a pointer: the runtime's first interpreter (static for the life of
+        // the process outside finalization, checked first) and that interpreter's first thread.
+        unsafe {
+            if self.is_finalizing.is_some_and(|f| f() != 0) {
+                return None;
+            }
+            let interp = interp_head();
+            if interp.is_null() {
+                return None;
+            }
+            let t = thread_head(interp) as usize;
+            (t != 0).then_some(t)
         }
     }
 

@@ -1,0 +1,78 @@
+//! Python frames lent to a thread that runs none: a native thread working for Python code (PyTorch's
+//! autograd engine during `loss.backward()`, which allocates the gradients' device memory; a
+//! communication thread) gets the frames of the interpreter's main thread, marked as lent.
+//!
+//! Only for CUDA and NUMA calls, which are rare: the main thread may be running while it is read, so
+//! every read goes through the kernel (`Checked`: a freed frame gives an error, never a fault) and no
+//! CPython function is called. Lines come from decoding the code object's line table here (3.11+);
+//! before 3.11 a lent frame gets its function's first line.
+use super::layout::{Layout, BYTES_DATA, BYTES_SIZE};
+use super::linetable::line_at;
+use super::memory::{Checked, Memory};
+use super::runtime::Runtime;
+use super::walk::{walk, Step};
+use super::{codes, MAX_PY_FRAMES};
+use memshim_trace::FrameRef;
+
+/// Most threads followed to find the main one.
+const MAX_THREADS: usize = 4096;
+/// Longest line table read.
+const MAX_TABLE: usize = 4096;
+/// `PyThreadState.next` (the same in every supported version).
+const TSTATE_NEXT: usize = 8;
+
+/// Writes the main thread's Python frames into `out` (innermost first) unless `own` is the main
+/// thread; returns how many.
+pub fn main_thread_frames(rt: &Runtime, own: usize, out: &mut [u64; MAX_PY_FRAMES]) -> usize {
+    let Some(main) = main_thread(rt) else {
+        return 0;
+    };
+    if main == own {
+        return 0;
+    }
+    let l = rt.layout;
+    let mut n = 0;
+    let _ = walk(&Checked, l, rt.code_type, main, |step| {
+        if let Step::Frame { frame, code } = step {
+            let line = lent_line(l, frame, code);
+            if line == u32::MAX {
+                // 3.13's `__init__` shim, which has no line (its first line is -1).
+                return true;
+            }
+            let id = codes::id(&Checked, l, rt.unicode_type, code);
+            out[n] = FrameRef::python_lent(id, line);
+            n += 1;
+        }
+        n < MAX_PY_FRAMES
+    });
+    n
+}
+
+/// The interpreter's main thread: the oldest thread state (new ones go to the head of the list).
+fn main_thread(rt: &Runtime) -> Option<usize> {
+    let mut t = rt.thread_head()?;
+    for _ in 0..MAX_THREADS {
+        match Checked.word(t + TSTATE_NEXT)? {
+            0 => return Some(t),
+            next => t = next,
+        }
+    }
+    None
+}
+
+/// The line a frame of another thread is on, read with checked reads only.
+fn lent_line(l: &Layout, frame: usize, code: usize) -> u32 {
+    let first = Checked.u32(code + l.code_firstlineno).unwrap_or(0);
+    let exact = || -> Option<i32> {
+        let instr = Checked.word(frame + l.frame_instr()?)?;
+        let unit = instr.checked_sub(code + l.code_adaptive?)? / 2;
+        let table = Checked.word(code + l.code_linetable?)?;
+        let len = Checked.word(table + BYTES_SIZE)?.min(MAX_TABLE);
+        let mut buf = [0u8; MAX_TABLE];
+        if !Checked.read_into(table + BYTES_DATA, &mut buf[..len]) {
+            return None;
+        }
+        line_at(&buf[..len], first as i32, unit)
+    };
+    exact().and_then(|l| u32::try_from(l).ok()).unwrap_or(first)
+}
