@@ -11,7 +11,7 @@ use std::sync::mpsc::SyncSender;
 use anyhow::{bail, Context, Result};
 use memshim_trace::{
     Counter, End, Event, Header, Module, NumaCall, NumaNode, Placement, PyCode, PythonRuntime,
-    Record, SymFrame, TraceReader,
+    RankInfo, Record, SymFrame, TraceReader,
 };
 
 use crate::analysis::fragmentation::Fragmentation;
@@ -78,6 +78,8 @@ pub struct Replayed {
     pub placements: Vec<(Placement, Option<u32>, Option<u32>)>,
     /// The Python interpreter the process ran, if any.
     pub python: Option<PythonRuntime>,
+    /// The process's rank in a distributed job, if it was one.
+    pub rank: Option<RankInfo>,
     /// Python code objects by id, with their names resolved from the string table.
     pub py_codes: HashMap<u32, PyFunction>,
     /// Stack ids that share their Python frames with a smaller id, mapped to it (one site per
@@ -131,6 +133,7 @@ pub fn kind_name(r: &Record) -> &'static str {
         Record::PyString(_) => "py_string",
         Record::PyCode(_) => "py_code",
         Record::Python(_) => "python",
+        Record::Rank(_) => "rank",
     }
 }
 
@@ -181,6 +184,7 @@ pub fn replay_with(path: &Path, detail: Detail) -> Result<Replayed> {
         alloc_cpu: HashMap::default(),
         placements: Vec::new(),
         python: None,
+        rank: None,
         py_codes: HashMap::default(),
         py_groups: HashMap::default(),
         py_strings: HashMap::default(),
@@ -349,6 +353,7 @@ fn apply(r: &mut Replayed, ev: Event) {
         }
         Record::PyCode(c) => define_code(r, c),
         Record::Python(p) => r.python = Some(p),
+        Record::Rank(k) => r.rank = Some(k),
         Record::Dropped(n) => r.dropped = r.dropped.max(n),
         Record::Note(n) => r.notes.push(n.text),
         Record::End(e) => {

@@ -48,6 +48,8 @@ pub struct Config {
     pub quiet: bool,
     /// Record nothing.
     pub disabled: bool,
+    /// The distributed-job rank the launcher's variables give, if any.
+    pub rank: Option<memshim_trace::RankInfo>,
     /// Problems with the settings, to be reported once.
     pub warnings: Vec<String>,
 }
@@ -142,6 +144,7 @@ impl Config {
             compress,
             quiet,
             disabled,
+            rank: crate::rank::from_lookup(&get),
             warnings,
         }
     }

@@ -39,6 +39,7 @@ mod msg;
 mod output;
 mod placement;
 mod python;
+mod rank;
 mod real;
 mod recorder;
 mod sampler;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use memshim_trace::FILE_EXTENSION;
 
+use crate::rank::host_for_file_name;
 use crate::sys;
 
 /// The open trace file. Before each write it checks that its descriptor still refers to the file it
@@ -50,8 +51,15 @@ impl Write for TraceFile {
     }
 }
 
-/// Creates the trace file for `pid`; returns it and its path.
-pub fn create(dir: &str, exe: &str, pid: u32) -> Result<(TraceFile, PathBuf), String> {
+/// Creates the trace file for `pid` (named `exe.pid.mshim`, or `exe.host.rankN.pid.mshim` for a
+/// rank of a distributed job, so the traces of a job's hosts can share a directory); returns it and
+/// its path.
+pub fn create(
+    dir: &str,
+    exe: &str,
+    pid: u32,
+    rank: Option<(&str, u32)>,
+) -> Result<(TraceFile, PathBuf), String> {
     let dir = if dir.is_empty() {
         std::env::current_dir().map_err(|e| format!("cannot find the current directory: {e}"))?
     } else {
@@ -61,7 +69,10 @@ pub fn create(dir: &str, exe: &str, pid: u32) -> Result<(TraceFile, PathBuf), St
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create the output directory {}: {e}", dir.display()))?;
     }
-    let stem = file_stem(exe);
+    let stem = match rank {
+        Some((host, r)) => format!("{}.{}.rank{r}", file_stem(exe), host_for_file_name(host)),
+        None => file_stem(exe),
+    };
     for n in 0..1000 {
         let name = if n == 0 {
             format!("{stem}.{pid}.{FILE_EXTENSION}")
@@ -136,9 +147,17 @@ mod tests {
         let victim = dir.join("victim");
         std::fs::write(&victim, b"keep").unwrap();
         std::os::unix::fs::symlink(&victim, dir.join("prog.7.mshim")).unwrap();
-        let (mut f, path) = create(dir.to_str().unwrap(), "/bin/prog", 7).unwrap();
+        let (mut f, path) = create(dir.to_str().unwrap(), "/bin/prog", 7, None).unwrap();
         f.write_all(b"x").unwrap();
         assert_eq!(path, dir.join("prog.7.1.mshim"));
+        let (_, ranked) = create(
+            dir.to_str().unwrap(),
+            "/bin/prog",
+            7,
+            Some(("gpu3.site", 5)),
+        )
+        .unwrap();
+        assert_eq!(ranked, dir.join("prog.gpu3.rank5.7.mshim"));
         let meta = std::fs::symlink_metadata(&path).unwrap();
         assert_eq!(meta.permissions().mode() & 0o777, 0o600);
         assert!(meta.file_type().is_file());
@@ -158,7 +177,7 @@ mod reuse_tests {
         let dir = std::env::temp_dir().join(format!("memshim-reuse-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let (mut f, _path) = create(dir.to_str().unwrap(), "/bin/prog", 8).unwrap();
+        let (mut f, _path) = create(dir.to_str().unwrap(), "/bin/prog", 8, None).unwrap();
         // The program closes the descriptor and opens its own file, which gets the same number.
         let fd = f.file.as_raw_fd();
         let other = dir.join("program.log");

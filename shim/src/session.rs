@@ -165,7 +165,9 @@ fn open_trace() -> Result<(), String> {
         stack_depth: cfg.stack_depth as u32,
         forked: FORKED.load(Ordering::Relaxed),
     };
-    let (file, path) = output::create(&cfg.output_dir, &exe, pid)?;
+    let host = header.hostname.clone();
+    let rank = cfg.rank.as_ref().map(|r| (host.as_str(), r.rank));
+    let (file, path) = output::create(&cfg.output_dir, &exe, pid, rank)?;
     let out = TraceWriter::new(file, &header, cfg.compress)
         .map_err(|e| format!("cannot write the trace file {}: {e}", path.display()))?;
     let initial_modules = modules::scan(&exe);

@@ -78,6 +78,16 @@ impl Writer {
         if let Err(e) = topology {
             w.fail(&e);
         }
+        if let Some(rank) = w.cfg.rank.clone() {
+            let pushed = w.out.push(&Event {
+                t: clock::monotonic_ns(),
+                tid: 0,
+                record: Record::Rank(rank),
+            });
+            if let Err(e) = pushed {
+                w.fail(&e);
+            }
+        }
         let sampling = crate::sampling::mean();
         let first = if sampling > 0 {
             w.out.push(&Event {

@@ -433,3 +433,91 @@ fn perfetto_timeline_has_memory_counters_and_every_copy() {
         .all(|e| e["ts"].as_f64().is_some_and(|t| t >= 0.0)
             && e["dur"].as_f64().is_some_and(|d| d > 0.0)));
 }
+
+#[test]
+fn ranks_of_a_job_side_by_side_with_their_imbalance() {
+    let dir = TestDir::new("cuda_ranks");
+    let bin = build(&dir);
+    // Two ranks started together, as torchrun does: each gets RANK, LOCAL_RANK and WORLD_SIZE.
+    let script = format!(
+        "for r in 0 1; do RANK=$r LOCAL_RANK=$r WORLD_SIZE=2 TORCHELASTIC_RUN_ID=t {} & done; wait",
+        bin.join("rank_alloc").display()
+    );
+    let mut cmd = Command::new(&artifacts().memshim);
+    cmd.args(["run", "--quiet", "-o"])
+        .arg(dir.traces())
+        .args(["--", "bash", "-c", &script])
+        .env("LD_LIBRARY_PATH", &bin)
+        .current_dir(&dir.root);
+    let out = cmd.output().expect("memshim runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let host = crate::util::short_hostname();
+    let mut names: Vec<String> = crate::util::trace_files(&dir.traces())
+        .iter()
+        .filter_map(|p| p.file_name()?.to_str().map(String::from))
+        .filter(|n| n.starts_with("rank_alloc."))
+        .map(|n| n.rsplitn(3, '.').nth(2).unwrap_or("").to_string())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        vec![
+            format!("rank_alloc.{host}.rank0"),
+            format!("rank_alloc.{host}.rank1")
+        ],
+        "trace files are named by host and rank"
+    );
+    let report = report_json(&dir.traces());
+    let rows = report["ranks"]["rows"].as_array().expect("a ranks table");
+    let got: Vec<(u64, u64, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["rank"].as_u64().unwrap(),
+                r["peak_device_bytes"].as_u64().unwrap(),
+                r["leaked_device_bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![(0, 64 << 20, 64 << 20), (1, 128 << 20, 128 << 20)]
+    );
+    let findings: Vec<&str> = report["ranks"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["text"].as_str().unwrap())
+        .collect();
+    assert!(
+        findings.iter().any(|f| f.starts_with(
+            "ranks differ in peak device memory: rank 1 has 128.0 MiB, rank 0 has 64.0 MiB (2.0x)"
+        )),
+        "{findings:?}"
+    );
+    let roles: Vec<&str> = report["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["rank"].is_object())
+        .map(|p| p["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles.len(), 2);
+    assert!(
+        roles.contains(&"rank 0") && roles.contains(&"rank 1"),
+        "{roles:?}"
+    );
+    let p = report["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["rank"]["rank"] == 1)
+        .unwrap();
+    assert_eq!(p["rank"]["launcher"], "torchrun");
+    assert_eq!(p["rank"]["world_size"], 2);
+}

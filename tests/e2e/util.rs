@@ -236,3 +236,21 @@ pub fn traced<S: AsRef<OsStr>>(dir: &TestDir, prog: &Path, args: &[S]) -> (Outco
     let report = report_json(&dir.traces());
     (out, report)
 }
+
+/// This host's name up to its first dot, as the shim puts it in a rank's trace file name.
+pub fn short_hostname() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("the host name");
+    name.trim()
+        .split('.')
+        .next()
+        .unwrap_or("")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}

@@ -30,8 +30,8 @@ pub use record::{
     Alloc, AllocCpu, AllocFn, CopyApi, Counter, CudaApi, CudaFailure, DeviceAlloc, DeviceFree,
     DeviceMemory, End, EndReason, Event, FrameRef, Free, HeapStats, ManagedHint, Map, MapFn,
     MemInfo, Module, ModuleUnload, Note, NumaCall, NumaFn, NumaNode, Placement, PyCode, PyString,
-    PythonRuntime, ReallocFailed, Record, Segment, StackDef, SymFrame, Symbol, Transfer, Unmap,
-    PYTHON_FRAME, UNSAMPLED,
+    PythonRuntime, RankInfo, ReallocFailed, Record, Segment, StackDef, SymFrame, Symbol, Transfer,
+    Unmap, PYTHON_FRAME, UNSAMPLED,
 };
 pub use writer::TraceWriter;
 

@@ -77,6 +77,22 @@ pub enum Record {
     PyCode(PyCode),
     /// The CPython interpreter the process runs, and whether its frames are recorded. Since version 3.
     Python(PythonRuntime),
+    /// The process is one rank of a distributed job (torchrun, Slurm, MPI). Since version 3.
+    Rank(RankInfo),
+}
+
+/// Which rank of a distributed job a process is, as its launcher told it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RankInfo {
+    /// The global rank.
+    pub rank: u32,
+    /// The rank on its host, when the launcher says.
+    pub local_rank: Option<u32>,
+    /// How many ranks the job has, when the launcher says.
+    pub world_size: Option<u32>,
+    /// Where the numbers came from: `torchrun`, `env` (RANK set by hand or another launcher),
+    /// `openmpi`, `pmi`, `slurm`.
+    pub launcher: String,
 }
 
 /// Bit 63 marks a stack frame as a Python frame rather than a return address: no user-space address

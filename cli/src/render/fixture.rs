@@ -77,6 +77,8 @@ fn process(pid: u32, argv: &[&str]) -> Process {
         dropped_events: 0,
         sampling_bytes: None,
         python: None,
+        rank: None,
+        role: "main".into(),
         notes: Vec::new(),
         heap: heap(1 << 20),
         leaks: Leaks {
@@ -199,6 +201,7 @@ pub fn report() -> Report {
     let mut child = process(101, &["./train", "--worker"]);
     child.ppid = 100;
     child.forked = true;
+    child.role = "fork child".into();
     child.truncated = true;
     child.end = None;
     child.dropped_events = 7;
@@ -211,5 +214,6 @@ pub fn report() -> Report {
     Report {
         schema: SCHEMA,
         processes: vec![main, child],
+        ranks: None,
     }
 }

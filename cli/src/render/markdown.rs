@@ -22,15 +22,16 @@ impl Render for Markdown {
         writeln!(out, "# memshim report\n")?;
         writeln!(
             out,
-            "| process | pid | duration | end | peak heap | leaked heap | peak device | leaked device |"
+            "| process | pid | role | duration | end | peak heap | leaked heap | peak device | leaked device |"
         )?;
-        writeln!(out, "|---|---|---|---|---|---|---|---|")?;
+        writeln!(out, "|---|---|---|---|---|---|---|---|---|")?;
         for p in &report.processes {
             writeln!(
                 out,
-                "| `{}` | {} | {:.3} s | {} | {} | {} | {} | {} |",
+                "| `{}` | {} | {} | {:.3} s | {} | {} | {} | {} | {} |",
                 exe_name(p),
                 p.pid,
+                p.role,
                 p.duration_s,
                 p.end.unwrap_or("**truncated**"),
                 human_bytes(p.heap.peak_bytes),
@@ -38,6 +39,30 @@ impl Render for Markdown {
                 human_bytes(p.device.peak_bytes),
                 human_bytes(p.leaks.device.bytes)
             )?;
+        }
+        if let Some(r) = &report.ranks {
+            writeln!(out, "\n**Ranks**\n")?;
+            writeln!(out, "| host | rank | pid | peak device | leaked device | leaked host | growing sites | HtoD | DtoH | DtoD |")?;
+            writeln!(out, "|---|---|---|---|---|---|---|---|---|---|")?;
+            for row in &r.rows {
+                writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    escape(&row.host),
+                    row.rank,
+                    row.pid,
+                    human_bytes(row.peak_device_bytes),
+                    human_bytes(row.leaked_device_bytes),
+                    human_bytes(row.leaked_host_bytes),
+                    row.growing_sites,
+                    human_bytes(row.htod_bytes),
+                    human_bytes(row.dtoh_bytes),
+                    human_bytes(row.dtod_bytes)
+                )?;
+            }
+            for f in &r.findings {
+                writeln!(out, "\n- {}", f.text)?;
+            }
         }
         for p in &report.processes {
             self.process(p, out)?;

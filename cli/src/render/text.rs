@@ -2,7 +2,7 @@
 use std::io::{self, Write};
 
 use super::{human_bytes, one_line, python_line, site_view, Render};
-use crate::report::model::{FrameOut, LeakClass, Process, Report, Site};
+use crate::report::model::{FrameOut, LeakClass, Process, RanksSection, Report, Site};
 use crate::report::owner::first_program_function;
 
 /// The text renderer.
@@ -35,32 +35,66 @@ impl Render for Text {
 fn overview(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
-        "{:>8} {:>8}  {:<20} {:<10} {:>10} {:>11} {:>11} {:>12}",
-        "pid", "parent", "program", "role", "seconds", "peak heap", "leaked", "peak device"
+        "{:>8} {:>8}  {:<20} {:>10} {:>11} {:>11} {:>12}  role",
+        "pid", "parent", "program", "seconds", "peak heap", "leaked", "peak device"
     )?;
-    let pids: Vec<u32> = report.processes.iter().map(|p| p.pid).collect();
     for p in &report.processes {
         let program = p.exe.rsplit('/').next().unwrap_or(&p.exe);
-        let role = if p.forked {
-            "fork child"
-        } else if pids.contains(&p.ppid) {
-            "child"
-        } else {
-            "main"
-        };
         let end = if p.truncated { " TRUNCATED" } else { "" };
         writeln!(
             out,
-            "{:>8} {:>8}  {:<20} {:<10} {:>10.3} {:>11} {:>11} {:>12}{end}",
+            "{:>8} {:>8}  {:<20} {:>10.3} {:>11} {:>11} {:>12}  {}{end}",
             p.pid,
             p.ppid,
             program.chars().take(20).collect::<String>(),
-            role,
             p.duration_s,
             human_bytes(p.heap.peak_bytes),
             human_bytes(p.leaks.host.bytes - p.leaks.host.driver_bytes),
-            human_bytes(p.device.peak_bytes)
+            human_bytes(p.device.peak_bytes),
+            p.role
         )?;
+    }
+    if let Some(r) = &report.ranks {
+        ranks(r, out)?;
+    }
+    Ok(())
+}
+
+/// The ranks of a distributed job side by side.
+fn ranks(r: &RanksSection, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "\nranks:")?;
+    writeln!(
+        out,
+        "  {:<16} {:>5} {:>8} {:>12} {:>12} {:>12} {:>8} {:>10} {:>10} {:>10}",
+        "host",
+        "rank",
+        "pid",
+        "peak device",
+        "leak device",
+        "leak host",
+        "growing",
+        "HtoD",
+        "DtoH",
+        "DtoD"
+    )?;
+    for row in &r.rows {
+        writeln!(
+            out,
+            "  {:<16} {:>5} {:>8} {:>12} {:>12} {:>12} {:>8} {:>10} {:>10} {:>10}",
+            row.host.chars().take(16).collect::<String>(),
+            row.rank,
+            row.pid,
+            human_bytes(row.peak_device_bytes),
+            human_bytes(row.leaked_device_bytes),
+            human_bytes(row.leaked_host_bytes),
+            row.growing_sites,
+            human_bytes(row.htod_bytes),
+            human_bytes(row.dtoh_bytes),
+            human_bytes(row.dtod_bytes)
+        )?;
+    }
+    for f in &r.findings {
+        writeln!(out, "  finding: {}", f.text)?;
     }
     Ok(())
 }

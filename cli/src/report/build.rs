@@ -15,9 +15,15 @@ use crate::symbolize::Symbolizer;
 /// The report of several traces, ordered by start time.
 pub fn report(mut traces: Vec<Replayed>) -> Report {
     traces.sort_by_key(|t| (t.header.start_unix_ns, t.header.pid));
+    let mut processes: Vec<Process> = traces.iter().map(process).collect();
+    let pids: Vec<u32> = processes.iter().map(|p| p.pid).collect();
+    for (p, t) in processes.iter_mut().zip(&traces) {
+        p.role = super::ranks::role(p, &pids, super::ranks::is_dataloader_worker(t));
+    }
     Report {
         schema: SCHEMA,
-        processes: traces.iter().map(process).collect(),
+        ranks: super::ranks::section(&processes),
+        processes,
     }
 }
 
@@ -55,6 +61,8 @@ fn process(t: &Replayed) -> Process {
         end: t.end.as_ref().map(|e| end_name(e.reason)),
         dropped_events: t.dropped,
         sampling_bytes: (t.heap.sample_bytes > 0).then_some(t.heap.sample_bytes),
+        rank: super::ranks::rank(t),
+        role: String::new(),
         python: t.python.as_ref().map(|p| PythonOut {
             version: p.version.clone(),
             frames: p.frames,

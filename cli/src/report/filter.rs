@@ -15,6 +15,7 @@ pub struct Filter {
 pub fn apply(report: &mut Report, f: &Filter) {
     if !f.pids.is_empty() {
         report.processes.retain(|p| f.pids.contains(&p.pid));
+        report.ranks = super::ranks::section(&report.processes);
     }
     if f.min_bytes == 0 {
         return;

@@ -7,6 +7,7 @@ pub mod filter;
 pub mod growth;
 pub mod model;
 pub mod owner;
+pub mod ranks;
 pub mod redact;
 pub mod system;
 pub mod transfers;

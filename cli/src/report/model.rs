@@ -11,6 +11,46 @@ pub struct Report {
     pub schema: &'static str,
     /// The processes, by start time.
     pub processes: Vec<Process>,
+    /// The ranks of a distributed job side by side; null when no process was a rank.
+    pub ranks: Option<RanksSection>,
+}
+
+/// The ranks of a distributed job.
+#[derive(Serialize, Debug)]
+pub struct RanksSection {
+    /// One row per rank process (not its forked workers), by host and rank.
+    pub rows: Vec<RankRow>,
+    /// Where ranks differ enough to matter.
+    pub findings: Vec<Finding>,
+}
+
+/// One rank's figures.
+#[derive(Serialize, Debug)]
+pub struct RankRow {
+    pub host: String,
+    pub rank: u32,
+    pub local_rank: Option<u32>,
+    pub pid: u32,
+    pub peak_device_bytes: u64,
+    pub leaked_device_bytes: u64,
+    pub leaked_host_bytes: u64,
+    /// Host and device sites that kept growing.
+    pub growing_sites: u64,
+    pub htod_bytes: u64,
+    pub dtoh_bytes: u64,
+    pub dtod_bytes: u64,
+    /// Time the synchronous copies took and the asynchronous ones blocked their callers.
+    pub transfer_seconds: f64,
+}
+
+/// A process's rank in a distributed job.
+#[derive(Serialize, Debug, Clone)]
+pub struct RankOut {
+    pub rank: u32,
+    pub local_rank: Option<u32>,
+    pub world_size: Option<u32>,
+    /// `torchrun`, `env`, `openmpi`, `pmi` or `slurm`.
+    pub launcher: String,
 }
 
 /// One traced process.
@@ -33,6 +73,10 @@ pub struct Process {
     pub sampling_bytes: Option<u64>,
     /// The CPython interpreter the process ran, if any.
     pub python: Option<PythonOut>,
+    /// Its rank, when it was one in a distributed job.
+    pub rank: Option<RankOut>,
+    /// What it is: `main`, `child`, `fork child`, `rank N`, `DataLoader worker [of rank N]`.
+    pub role: String,
     pub notes: Vec<String>,
     pub heap: HeapSummary,
     pub leaks: Leaks,
