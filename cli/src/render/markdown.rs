@@ -200,7 +200,7 @@ impl Markdown {
     }
 
     fn leaks(&self, title: &str, c: &LeakClass, out: &mut dyn Write) -> io::Result<()> {
-        let own: Vec<&Site> = c.sites.iter().filter(|s| s.owner == "program").collect();
+        let own: Vec<&Site> = c.sites.iter().filter(|s| s.owner != "cuda_driver").collect();
         if own.is_empty() && c.driver_count == 0 {
             return Ok(());
         }
@@ -224,9 +224,10 @@ impl Markdown {
         }
         let row = |s: &Site| {
             format!(
-                "| {} | {} | {} |",
+                "| {} | {} | {}{} |",
                 human_bytes(s.estimated.as_ref().map_or(s.bytes, |e| e.bytes)),
                 s.count,
+                if s.owner == "nccl" { "NCCL: " } else { "" },
                 site_cell(&s.frames)
             )
         };

@@ -438,7 +438,8 @@ pub struct LeakClass {
 /// One call site: a distinct stack.
 #[derive(Serialize, Debug)]
 pub struct Site {
-    /// "program", or "cuda_driver" when a frame is in the driver's own libraries.
+    /// "program"; "cuda_driver" when a frame is in the driver's own libraries; "nccl" when a frame is
+    /// NCCL's.
     pub owner: &'static str,
     /// Bytes still live from here.
     pub bytes: u64,

@@ -1,7 +1,9 @@
-//! Whose memory is it: the program's, or the CUDA driver's own. The driver allocates host memory and
-//! maps large address ranges for itself during `cuInit`, module loading and launches; those stay until
-//! exit by design and are not the program's leaks. A site is the driver's when a frame of its stack is
-//! in the driver's libraries (`libcuda.so*`, `libnvidia-*`).
+//! Whose memory is it: the program's, NCCL's, or the CUDA driver's own. The driver allocates host
+//! memory and maps large address ranges for itself during `cuInit`, module loading and launches; those
+//! stay until exit by design and are not the program's leaks. A site is the driver's when a frame of
+//! its stack is in the driver's libraries (`libcuda.so*`, `libnvidia-*`); else NCCL's when a frame is
+//! in `libnccl*` or is an `nccl*` function (NCCL linked statically): its buffers and communicators,
+//! which a distributed job keeps for its whole life.
 use super::model::FrameOut;
 
 /// The owner of a host or mapping site.
@@ -11,6 +13,13 @@ pub fn owner(frames: &[FrameOut]) -> &'static str {
         .any(|f| module_base(f).is_some_and(is_driver_module))
     {
         "cuda_driver"
+    } else if frames.iter().any(|f| {
+        module_base(f).is_some_and(|m| m.starts_with("libnccl"))
+            || f.function
+                .as_deref()
+                .is_some_and(|func| is_api_name(func, "nccl"))
+    }) {
+        "nccl"
     } else {
         "program"
     }
@@ -96,5 +105,25 @@ mod tests {
         assert_eq!(first_program_function(&failure), Some("try_big"));
         assert_eq!(first_program_function(&failure[3..]), Some("main"));
         assert!(!is_api_name("cudagraph_helper", "cuda"));
+    }
+
+    #[test]
+    fn nccl_sites_by_library_or_by_name() {
+        let shared = [
+            frame("??", "/usr/lib/libnccl.so.2"),
+            frame("main", "/app/prog"),
+        ];
+        assert_eq!(owner(&shared), "nccl");
+        let static_link = [
+            frame("ncclCommInitRank", "/torch/lib/libtorch_cuda.so"),
+            frame("main", "/app/prog"),
+        ];
+        assert_eq!(owner(&static_link), "nccl");
+        assert_eq!(owner(&[frame("nccl_helper_of_mine", "/app/prog")]), "program");
+        let in_driver = [
+            frame("??", "/usr/lib/libcuda.so.1"),
+            frame("ncclCommInitRank", "/usr/lib/libnccl.so.2"),
+        ];
+        assert_eq!(owner(&in_driver), "cuda_driver");
     }
 }
