@@ -321,3 +321,27 @@ fn device_memory_names_python_lines_and_lends_main_thread_frames_to_native_threa
         assert!(lent.iter().all(|f| f["main_thread"] == true), "{name}");
     }
 }
+
+#[test]
+fn a_forked_process_running_the_dataloader_worker_loop_is_a_dataloader_worker() {
+    let python = &interpreters()[0];
+    let dir = TestDir::new("python_dataloader_role");
+    let fakes = Path::new(env!("CARGO_MANIFEST_DIR")).join("e2e/python_fakes");
+    let mut cmd = memshim_cmd();
+    cmd.args(["run", "--quiet", "-o"])
+        .arg(dir.traces())
+        .arg("--")
+        .arg(python)
+        .arg(fakes.join("loader_fork.py"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .current_dir(&dir.root);
+    run_ok(&mut cmd);
+    let report = report_json(&dir.traces());
+    let roles: Vec<(bool, &str)> = report["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["forked"].as_bool().unwrap(), p["role"].as_str().unwrap()))
+        .collect();
+    assert_eq!(roles, vec![(false, "main"), (true, "DataLoader worker")]);
+}

@@ -200,7 +200,11 @@ impl Markdown {
     }
 
     fn leaks(&self, title: &str, c: &LeakClass, out: &mut dyn Write) -> io::Result<()> {
-        let own: Vec<&Site> = c.sites.iter().filter(|s| s.owner != "cuda_driver").collect();
+        let own: Vec<&Site> = c
+            .sites
+            .iter()
+            .filter(|s| s.owner != "cuda_driver")
+            .collect();
         if own.is_empty() && c.driver_count == 0 {
             return Ok(());
         }

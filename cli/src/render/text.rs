@@ -395,7 +395,11 @@ impl Text {
     }
 
     fn leaks(&self, title: &str, unit: &str, c: &LeakClass, out: &mut dyn Write) -> io::Result<()> {
-        let own: Vec<&Site> = c.sites.iter().filter(|s| s.owner != "cuda_driver").collect();
+        let own: Vec<&Site> = c
+            .sites
+            .iter()
+            .filter(|s| s.owner != "cuda_driver")
+            .collect();
         let (bytes, count) = (c.bytes - c.driver_bytes, c.count - c.driver_count);
         if count == 0 {
             writeln!(out, "{title}: none")?;
@@ -444,7 +448,10 @@ impl Text {
                 )?,
             }
             if s.owner == "nccl" {
-                writeln!(out, "        (NCCL's: communicator buffers, kept for the job's life)")?;
+                writeln!(
+                    out,
+                    "        (NCCL's: communicator buffers, kept for the job's life)"
+                )?;
             }
             write_stack(out, &s.frames, FRAMES_SHOWN)?;
         }

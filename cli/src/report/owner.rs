@@ -119,7 +119,10 @@ mod tests {
             frame("main", "/app/prog"),
         ];
         assert_eq!(owner(&static_link), "nccl");
-        assert_eq!(owner(&[frame("nccl_helper_of_mine", "/app/prog")]), "program");
+        assert_eq!(
+            owner(&[frame("nccl_helper_of_mine", "/app/prog")]),
+            "program"
+        );
         let in_driver = [
             frame("??", "/usr/lib/libcuda.so.1"),
             frame("ncclCommInitRank", "/usr/lib/libnccl.so.2"),

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# A DDP job under memshim: `memshim run -- torchrun --nproc-per-node 2 examples/python/torch_ddp.py`.
+# On one GPU the two ranks share it with gloo; with two or more, each rank gets its own with NCCL.
+# Run from the repository root with target/release carried:  OUT=/some/dir bash scripts/h200/ddp.sh
+# Writes $OUT/ddp.txt (the traces, the report's overview and ranks, the checks) and $OUT/ddp.json.
+set -u
+OUT=${OUT:-/tmp/memshim-h200}
+mkdir -p "$OUT"
+M=$PWD/target/release/memshim
+export MEMSHIM_LIB=$PWD/target/release/libmemshim.so
+ldconfig -p | grep -q 'libunwind.so.8 ' || export LD_LIBRARY_PATH=$PWD/.devlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+w=/tmp/memshim-ddp && rm -rf "$w"
+{
+    nvidia-smi --query-gpu=index,name --format=csv,noheader
+    echo "== bare"
+    python3 -m torch.distributed.run --standalone --nproc-per-node 2 examples/python/torch_ddp.py 20 2>&1 | grep '^rank'
+    echo "== memshim run"
+    MEMSHIM_SAMPLE_BYTES=${MEMSHIM_SAMPLE_BYTES:-512K} "$M" run -q -o "$w" -- \
+        python3 -m torch.distributed.run --standalone --nproc-per-node 2 examples/python/torch_ddp.py 20 2>&1 | grep '^rank'
+    ls "$w"
+    "$M" report --top 3 "$w" > "$w.txt" 2>&1
+    sed -n '1,/^== /p' "$w.txt" | head -40
+    "$M" report --format json "$w" > "$OUT/ddp.json"
+    python3 - "$OUT/ddp.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+rows = r["ranks"]["rows"] if r["ranks"] else []
+print("ranks:", [(x["rank"], x["peak_device_bytes"] >> 20, x["leaked_device_bytes"] >> 20) for x in rows], "(MiB)")
+assert [x["rank"] for x in rows] == [0, 1], "both ranks in the table"
+assert rows[1]["leaked_device_bytes"] > rows[0]["leaked_device_bytes"], "rank 1 leaks more"
+for f in r["ranks"]["findings"]:
+    print("finding:", f["text"])
+for p in r["processes"]:
+    if p["rank"] is None:
+        continue
+    nccl = sum(s["bytes"] for s in p["leaks"]["device"]["sites"] if s["owner"] == "nccl")
+    kinds = sorted({(t["direction"], t["host_memory"]) for t in p["transfers"]["summary"]})
+    print(f"rank {p['rank']['rank']} ({p['role']}, {p['rank']['launcher']}): NCCL device bytes {nccl}; copies {kinds}")
+print("checks passed")
+PY
+} > "$OUT/ddp.txt" 2>&1
+cat "$OUT/ddp.txt"
