@@ -47,6 +47,16 @@ pub enum Command {
         /// Write the report to this file instead of standard output.
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
+        /// Only the program's events from this many seconds after each process started.
+        #[arg(long)]
+        since: Option<f64>,
+        /// Only the program's events up to this many seconds after each process started (leaks are
+        /// then what was still held at that moment).
+        #[arg(long)]
+        until: Option<f64>,
+        /// Colour the text report: auto (on a terminal, unless NO_COLOR is set), always or never.
+        #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
+        color: String,
         /// Hide home directories, the user and host names and the command's arguments.
         #[arg(long)]
         redact: bool,

@@ -38,12 +38,20 @@ fn main() -> ExitCode {
             redact,
             pids,
             min_bytes,
+            since,
+            until,
+            color,
         } => {
             let view = cmd::report::View {
                 format,
                 top,
                 redact,
                 filter: report::filter::Filter { pids, min_bytes },
+                window: replay::Window {
+                    since_s: since,
+                    until_s: until,
+                },
+                color,
             };
             cmd::report::run(&paths, &view, output.as_deref()).map(|()| 0)
         }

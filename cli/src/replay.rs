@@ -152,8 +152,37 @@ pub enum Detail {
     Symbols,
 }
 
+/// A time window, in seconds since each process started: events of the program outside it are left
+/// out, so leaks are what the window allocated and still held at its end.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Window {
+    pub since_s: Option<f64>,
+    pub until_s: Option<f64>,
+}
+
+impl Window {
+    fn is_set(&self) -> bool {
+        self.since_s.is_some() || self.until_s.is_some()
+    }
+
+    /// True when an event at `t` (clock ns) of a process that started at `start` is inside.
+    fn contains(&self, t: u64, start: u64) -> bool {
+        let s = t.saturating_sub(start) as f64 / 1e9;
+        self.since_s.is_none_or(|a| s >= a) && self.until_s.is_none_or(|b| s <= b)
+    }
+}
+
+/// Reads the trace at `path` and analyses the events of the program inside `window`.
+pub fn replay_window(path: &Path, window: Window) -> Result<Replayed> {
+    replay_inner(path, Detail::Full, window)
+}
+
 /// Reads the trace at `path`, analysing it as far as `detail` asks.
 pub fn replay_with(path: &Path, detail: Detail) -> Result<Replayed> {
+    replay_inner(path, detail, Window::default())
+}
+
+fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed> {
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let progress = crate::progress::for_file(path, &file);
     let input = progress.wrap_read(BufReader::with_capacity(1 << 20, file));
@@ -199,7 +228,15 @@ pub fn replay_with(path: &Path, detail: Detail) -> Result<Replayed> {
         for batch in rx {
             match batch {
                 Batch::Events(events) => {
+                    let start = r.header.clock_start_ns;
                     for ev in events {
+                        let outside = window.is_set()
+                            && ev.tid != 0
+                            && !window.contains(ev.t, start)
+                            && !names_frames(&ev.record);
+                        if outside {
+                            continue;
+                        }
                         if detail == Detail::Full || names_frames(&ev.record) {
                             apply(&mut r, ev);
                         }
@@ -227,6 +264,14 @@ pub fn replay_with(path: &Path, detail: Detail) -> Result<Replayed> {
         define_code(&mut r, c);
     }
     r.py_groups = crate::analysis::python_sites::groups(&r.stacks);
+    if window.is_set() {
+        let at = |v: Option<f64>, none: &str| v.map_or(none.to_string(), |s| format!("{s} s"));
+        r.notes.push(format!(
+            "only the program's events from {} to {} (--since/--until): leaks are what that window allocated and still held at its end",
+            at(window.since_s, "the start"),
+            at(window.until_s, "the end")
+        ));
+    }
     r.corrupt = corrupt;
     r.complete_bytes = complete_bytes;
     r.truncated = truncated || r.corrupt.is_some();

@@ -3,6 +3,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::report::expected;
 use crate::util::*;
 
 fn report(dir: &TestDir, args: &[&str], home: &std::path::Path) -> String {
@@ -296,4 +297,50 @@ fn pid_and_min_bytes_filters() {
         text.contains("fork child"),
         "the overview table names the child: {text}"
     );
+}
+
+#[test]
+fn since_and_until_keep_the_events_of_a_time_window() {
+    let dir = TestDir::new("since_until");
+    let prog = dir.compile("phases.c");
+    memshim_run_ok(&dir, &prog, &[] as &[&str]);
+    let phases = ["phase_one", "phase_two", "phase_three"];
+    let leaks = |extra: &[&str]| {
+        let mut args = vec!["--format", "json"];
+        args.extend_from_slice(extra);
+        let r: Value = serde_json::from_str(&report(&dir, &args, &dir.root)).expect("JSON");
+        let p = crate::report::process_by_exe(&r, "phases");
+        (
+            crate::report::user_summary(p, "host", &phases),
+            p["notes"].to_string(),
+        )
+    };
+    let (all, _) = leaks(&[]);
+    assert_eq!(
+        all,
+        expected(&[("phase_three", 300000, 1), ("phase_two", 200000, 1)])
+    );
+    let (early, notes) = leaks(&["--until", "0.15"]);
+    assert_eq!(early, expected(&[("phase_one", 100000, 1)]));
+    assert!(notes.contains("from the start to 0.15 s"), "{notes}");
+    let (late, _) = leaks(&["--since", "0.45"]);
+    assert_eq!(late, expected(&[("phase_three", 300000, 1)]));
+}
+
+#[test]
+fn colour_only_when_asked_or_on_a_terminal() {
+    let dir = TestDir::new("colour");
+    let prog = dir.compile("leaky.c");
+    memshim_run_ok(&dir, &prog, &[] as &[&str]);
+    let plain = report(&dir, &[], &dir.root);
+    assert!(!plain.contains('\x1b'), "no colour into a pipe");
+    let always = report(&dir, &["--color", "always"], &dir.root);
+    assert!(always.contains("\x1b[1m== "), "{always}");
+    let stripped = always
+        .replace("\x1b[1;31m", "")
+        .replace("\x1b[1m", "")
+        .replace("\x1b[33m", "")
+        .replace("\x1b[36m", "")
+        .replace("\x1b[0m", "");
+    assert_eq!(stripped, plain, "colour changes nothing else");
 }

@@ -1,6 +1,6 @@
 //! `memshim report`: replay traces and render one report.
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -15,6 +15,10 @@ pub struct View {
     pub top: usize,
     pub redact: bool,
     pub filter: report::filter::Filter,
+    /// The time window of `--since`/`--until`.
+    pub window: replay::Window,
+    /// `--color`: auto, always or never (text to a terminal only).
+    pub color: String,
 }
 
 /// Runs the subcommand.
@@ -23,7 +27,7 @@ pub fn run(paths: &[PathBuf], view: &View, output: Option<&Path>) -> Result<()> 
     let files = traces::collect(paths)?;
     let mut replayed = Vec::with_capacity(files.len());
     for f in &files {
-        let r = replay::replay(f)?;
+        let r = replay::replay_window(f, view.window)?;
         if let Some(c) = &r.corrupt {
             eprintln!("memshim: warning: {}: {c}", f.display());
         }
@@ -53,9 +57,23 @@ pub fn run(paths: &[PathBuf], view: &View, output: Option<&Path>) -> Result<()> 
         }
         None => {
             let stdout = io::stdout();
+            let colour = format == Format::Text
+                && crate::render::colour::wanted(
+                    &view.color,
+                    stdout.is_terminal(),
+                    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+                );
             let mut w = BufWriter::new(stdout.lock());
-            renderer
-                .render(&model, &mut w)
+            let written = if colour {
+                let mut plain = Vec::new();
+                renderer.render(&model, &mut plain).and_then(|()| {
+                    let text = String::from_utf8_lossy(&plain);
+                    w.write_all(crate::render::colour::paint(&text).as_bytes())
+                })
+            } else {
+                renderer.render(&model, &mut w)
+            };
+            written
                 .and_then(|()| w.flush())
                 .context("cannot write the report")
         }

@@ -1,4 +1,5 @@
 //! Renderers: one file per output format, all drawing from the same [`Report`]. No analysis here.
+pub mod colour;
 pub mod html;
 pub mod json;
 pub mod markdown;
