@@ -244,6 +244,10 @@ fn html_report_is_self_contained_and_renders_in_chromium() {
         "no growth table"
     );
     assert!(dom.contains("class=\"flame\""), "no flame graph");
+    assert!(
+        dom.contains("Live heap at the peak") && dom.contains("Live heap at exit"),
+        "flame graphs at the peak and at exit"
+    );
     let shot = dir.path("report.png");
     run(&[
         "--window-size=1200,1600",

@@ -22,6 +22,10 @@ pub struct Heap {
     sites: HashMap<u32, SiteStats>,
     last_alloc: HashMap<u32, u64>,
     realloc_freed: HashMap<u32, (u64, Block)>,
+    /// Live (bytes, blocks) per site when the peak was reached, kept up to date by copying only the
+    /// sites that changed since the last peak.
+    at_peak: HashMap<u32, (u64, u64)>,
+    changed: rustc_hash::FxHashSet<u32>,
     /// Allocations seen.
     pub allocations: u64,
     /// Frees of blocks seen allocated.
@@ -71,9 +75,11 @@ impl Heap {
         self.allocations += 1;
         self.allocated_bytes += size;
         self.live_bytes += size;
+        self.changed.insert(stack);
         if self.live_bytes > self.peak_bytes {
             self.peak_bytes = self.live_bytes;
             self.peak_t = t;
+            self.snapshot_peak();
         }
         self.series.push(t, self.live_bytes);
         self.last_alloc.insert(tid, addr);
@@ -110,12 +116,48 @@ impl Heap {
                 site.est_live_bytes += block.weight * block.size as f64;
                 site.est_live_count += block.weight;
                 self.live_bytes += block.size;
+                self.changed.insert(block.stack);
             }
         }
     }
 
+    /// Brings the per-site picture at the peak up to date: only sites that changed since the last
+    /// peak can differ from it.
+    fn snapshot_peak(&mut self) {
+        for stack in self.changed.drain() {
+            match self.sites.get(&stack) {
+                Some(s) if s.live_count > 0 => {
+                    self.at_peak.insert(stack, (s.live_bytes, s.live_count));
+                }
+                _ => {
+                    self.at_peak.remove(&stack);
+                }
+            }
+        }
+    }
+
+    /// The sites holding memory when the peak was reached, with what they held then (live bytes and
+    /// blocks) and their totals over the run.
+    pub fn peak_sites(&self) -> HashMap<u32, SiteStats> {
+        self.at_peak
+            .iter()
+            .map(|(&stack, &(bytes, count))| {
+                let total = self.sites.get(&stack);
+                let s = SiteStats {
+                    allocations: total.map_or(0, |t| t.allocations),
+                    allocated_bytes: total.map_or(0, |t| t.allocated_bytes),
+                    live_count: count,
+                    live_bytes: bytes,
+                    ..SiteStats::default()
+                };
+                (stack, s)
+            })
+            .collect()
+    }
+
     fn release(&mut self, block: Block) {
         self.live_bytes -= block.size;
+        self.changed.insert(block.stack);
         if let Some(site) = self.sites.get_mut(&block.stack) {
             site.live_count -= 1;
             site.live_bytes -= block.size;
@@ -205,5 +247,32 @@ mod tests {
         let sites = super::super::live_sites(h.sites());
         assert_eq!(sites.len(), 1);
         assert_eq!((sites[0].0, sites[0].1.live_bytes), (2, 64));
+    }
+
+    #[test]
+    fn sites_at_the_peak_are_what_they_held_then() {
+        let mut h = Heap::default();
+        alloc(&mut h, 1, 1, 0x10, 100, 1);
+        alloc(&mut h, 2, 1, 0x20, 300, 2);
+        alloc(&mut h, 3, 1, 0x30, 50, 1); // peak: site 1 150 in 2, site 2 300 in 1
+        free(&mut h, 1, 0x20, false);
+        alloc(&mut h, 5, 1, 0x40, 200, 3); // 350 live: below the 450 peak
+        free(&mut h, 1, 0x10, false);
+        let peak = h.peak_sites();
+        assert_eq!(h.peak_bytes, 450);
+        assert_eq!(h.peak_t, 3);
+        let got = |k: u32| {
+            peak.get(&k)
+                .map(|s| (s.live_bytes, s.live_count, s.allocations))
+        };
+        assert_eq!(got(1), Some((150, 2, 2)));
+        assert_eq!(got(2), Some((300, 1, 1)));
+        assert_eq!(got(3), None, "allocated after the peak");
+        alloc(&mut h, 7, 1, 0x50, 1000, 3); // a new peak: 50 + 200 + 1000
+        let peak = h.peak_sites();
+        assert_eq!(h.peak_bytes, 1250);
+        assert_eq!(peak.get(&3).map(|s| s.live_bytes), Some(1200));
+        assert_eq!(peak.get(&1).map(|s| s.live_bytes), Some(50));
+        assert!(!peak.contains_key(&2), "freed before the new peak");
     }
 }

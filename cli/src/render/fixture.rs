@@ -58,6 +58,7 @@ fn heap(peak: u64) -> HeapSummary {
         live_bytes: 4396,
         live_count: 100,
         temporary_allocations: 40,
+        peak_sites: Vec::new(),
     }
 }
 

@@ -6,7 +6,7 @@ use memshim_trace::EndReason;
 
 use super::model::{
     Estimate, FrameOut, HeapSummary, LeakClass, Leaks, Process, PythonOut, Report, Site, Timeline,
-    SCHEMA,
+    PEAK_SITES, SCHEMA,
 };
 use crate::analysis::{live_sites, SiteStats};
 use crate::replay::Replayed;
@@ -82,6 +82,13 @@ fn process(t: &Replayed) -> Process {
             live_bytes: t.heap.live_bytes,
             live_count: t.heap.live_count(),
             temporary_allocations: t.heap.temporary,
+            peak_sites: {
+                let mut sites = leak_class(t, &mut sym, &t.heap.peak_sites()).sites;
+                sites.truncate(PEAK_SITES);
+                // What a sampled site stood for at the peak is not kept: the figures are its own.
+                sites.iter_mut().for_each(|s| s.estimated = None);
+                sites
+            },
         },
         leaks: Leaks {
             host,

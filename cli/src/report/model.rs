@@ -309,7 +309,13 @@ pub struct HeapSummary {
     pub live_bytes: u64,
     pub live_count: u64,
     pub temporary_allocations: u64,
+    /// The sites that held the most when the peak was reached (`bytes`/`count`: what they held
+    /// then), at most [`PEAK_SITES`], largest first: the flame graph at the peak.
+    pub peak_sites: Vec<Site>,
 }
+
+/// Sites kept for the peak's picture.
+pub const PEAK_SITES: usize = 100;
 
 /// Memory still held at the end, by kind.
 #[derive(Serialize, Debug)]

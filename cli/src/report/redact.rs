@@ -63,6 +63,11 @@ fn redact_homes(s: &str) -> String {
 
 /// Redacts `report` in place.
 pub fn redact(report: &mut Report, r: &Redactions) {
+    if let Some(ranks) = &mut report.ranks {
+        for row in &mut ranks.rows {
+            row.host = "<host>".into();
+        }
+    }
     for p in &mut report.processes {
         p.hostname = "<host>".into();
         p.exe = r.text(&p.exe);
@@ -87,6 +92,7 @@ pub fn redact(report: &mut Report, r: &Redactions) {
             .chain(p.leaks.managed.sites.iter_mut())
             .chain(p.leaks.pinned.sites.iter_mut())
             .chain(p.leaks.registered.sites.iter_mut())
+            .chain(p.heap.peak_sites.iter_mut())
             .flat_map(|s| s.frames.iter_mut())
             .chain(p.growth.host.iter_mut().flat_map(|g| g.frames.iter_mut()))
             .chain(p.growth.device.iter_mut().flat_map(|g| g.frames.iter_mut()))
@@ -101,6 +107,13 @@ pub fn redact(report: &mut Report, r: &Redactions) {
                     .failures
                     .iter_mut()
                     .flat_map(|f| f.frames.iter_mut()),
+            )
+            .chain(p.numa.calls.iter_mut().flat_map(|c| c.frames.iter_mut()))
+            .chain(
+                p.numa
+                    .placements
+                    .iter_mut()
+                    .flat_map(|c| c.frames.iter_mut()),
             );
         for f in frames {
             redact_frame(f, r);
