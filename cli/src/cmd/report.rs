@@ -42,7 +42,7 @@ pub fn run(paths: &[PathBuf], view: &View, output: Option<&Path>) -> Result<()> 
     let renderer: Box<dyn Render> = match format {
         Format::Text => Box::new(Text { top }),
         Format::Json => Box::new(Json),
-        Format::Markdown => Box::new(Markdown { top }),
+        Format::Markdown => Box::new(Markdown::new(top)),
         Format::Html => Box::new(Html),
     };
     match output {

@@ -1,24 +1,72 @@
 //! Markdown, to paste into a bug report: an overview table, then per process a summary with the top
 //! findings and one section per analysis, the top sites in tables and the rest folded in `<details>`.
-//! Kept short on purpose: at most `top` sites shown per table, at most `FOLDED` more folded.
+//! Kept short on purpose: at most `top` sites shown per table, at most `FOLDED` more folded, and the
+//! whole within `BUDGET` (fewer sites, then a cut at a process boundary, when it would be longer).
 use std::io::{self, Write};
 
-use super::{human_bytes, python_line, site_view, Render};
+use super::{human_bytes, is_allocator, python_line, site_view, Render};
 use crate::report::model::{FrameOut, LeakClass, Process, Report, Site};
 
 /// The Markdown renderer.
 pub struct Markdown {
     /// Sites shown per table.
-    pub top: usize,
+    top: usize,
+    /// Sites folded under a table, past which only a count is given.
+    folded: usize,
 }
 
-/// Sites folded under a table, past which only a count is given.
+/// Sites folded under a table by default.
 const FOLDED: usize = 40;
+/// The most a report may take: a GitHub comment holds 65,536 characters.
+const BUDGET: usize = 60_000;
 /// Frames shown per site.
 const FRAMES: usize = 4;
 
+impl Markdown {
+    /// A renderer showing `top` sites per table.
+    pub fn new(top: usize) -> Markdown {
+        Markdown {
+            top,
+            folded: FOLDED,
+        }
+    }
+}
+
 impl Render for Markdown {
+    /// Renders within [`BUDGET`]: with fewer sites per table when the report would be longer, and cut
+    /// at a process boundary (saying so) when even that is too long.
     fn render(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
+        let passes = [
+            (self.top, self.folded),
+            (self.top.min(5), self.folded.min(5)),
+            (self.top.min(3), 0),
+        ];
+        let mut text = Vec::new();
+        for (top, folded) in passes {
+            text.clear();
+            Markdown { top, folded }.render_all(report, &mut text)?;
+            if text.len() <= BUDGET {
+                return out.write_all(&text);
+            }
+        }
+        let text = String::from_utf8_lossy(&text);
+        let mut cut = BUDGET - 400;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let cut = text[..cut].rfind("\n## ").unwrap_or(cut);
+        out.write_all(text[..cut].as_bytes())?;
+        writeln!(
+            out,
+            "\n\n_The report was cut here to stay under {} KB; `memshim report --format json` has every process and site._",
+            BUDGET / 1000
+        )?;
+        writeln!(out, "\n<sub>memshim report, schema {}</sub>", report.schema)
+    }
+}
+
+impl Markdown {
+    fn render_all(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "# memshim report\n")?;
         writeln!(
             out,
@@ -248,14 +296,14 @@ impl Markdown {
                 rest.len()
             )?;
             writeln!(out, "| bytes | blocks | site |\n|---|---|---|")?;
-            for s in rest.iter().take(FOLDED) {
+            for s in rest.iter().take(self.folded) {
                 writeln!(out, "{}", row(s))?;
             }
-            if rest.len() > FOLDED {
+            if rest.len() > self.folded {
                 writeln!(
                     out,
                     "\n{} more sites not shown; see the JSON report.",
-                    rest.len() - FOLDED
+                    rest.len() - self.folded
                 )?;
             }
             writeln!(out, "\n</details>\n")?;
@@ -298,7 +346,10 @@ fn site_cell(frames: &[FrameOut]) -> String {
     } else {
         ""
     };
-    let calls = match native.iter().find(|f| f.function.is_some()) {
+    let calls = match native
+        .iter()
+        .find(|f| f.function.is_some() && !is_allocator(f))
+    {
         Some(f) => format!(
             " (native: `{}`)",
             escape(f.function.as_deref().unwrap_or("??"))
@@ -325,4 +376,49 @@ fn exe_name(p: &Process) -> String {
 /// The first sentence of a finding (up to the first colon or semicolon), for the summary list.
 fn first_sentence(s: &str) -> &str {
     s.split([';', ':']).next().unwrap_or(s).trim()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rendered(report: &Report) -> String {
+        let mut out = Vec::new();
+        Markdown::new(10).render(report, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_big_job_stays_within_the_budget_and_says_where_it_was_cut() {
+        let small = crate::render::fixture_report();
+        assert!(
+            !rendered(&small).contains("was cut here"),
+            "a small report is whole"
+        );
+        let mut report = crate::render::fixture_report();
+        report.processes.clear();
+        for k in 0..60 {
+            let mut p = crate::render::fixture_report().processes.remove(0);
+            p.pid = 1000 + k;
+            let frames = p.leaks.host.sites[0].frames.clone();
+            for i in 0..400 {
+                let mut f = frames.clone();
+                f[0].function = Some(format!("allocate_{i}"));
+                p.leaks.host.sites.push(crate::report::model::Site {
+                    owner: "program",
+                    bytes: 1000 + i,
+                    count: 1,
+                    allocations: 1,
+                    allocated_bytes: 1000 + i,
+                    estimated: None,
+                    frames: f,
+                });
+            }
+            report.processes.push(p);
+        }
+        let text = rendered(&report);
+        assert!(text.len() <= BUDGET, "{} bytes", text.len());
+        assert!(text.contains("was cut here"), "the cut is said");
+        assert!(text.ends_with("</sub>\n"));
+    }
 }

@@ -39,6 +39,30 @@ pub fn site_view(frames: &[FrameOut]) -> (Vec<&FrameOut>, Vec<&FrameOut>) {
     (python, native)
 }
 
+/// True for a frame of the allocator itself (malloc, `operator new`, CPython's and PyTorch's allocation
+/// wrappers): never the answer to "what called into native code here".
+pub fn is_allocator(f: &FrameOut) -> bool {
+    const PREFIXES: [&str; 14] = [
+        "operator new",
+        "malloc",
+        "calloc",
+        "realloc",
+        "posix_memalign",
+        "aligned_alloc",
+        "_PyObject_",
+        "PyObject_Malloc",
+        "PyObject_Calloc",
+        "PyObject_Realloc",
+        "_PyMem_",
+        "PyMem_",
+        "c10::alloc_cpu",
+        "std::__new_allocator",
+    ];
+    f.function
+        .as_deref()
+        .is_some_and(|func| PREFIXES.iter().any(|p| func.starts_with(p)))
+}
+
 /// Bytes for people: `512 B`, `1.5 KiB`, `3.2 GiB`.
 pub fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
@@ -122,7 +146,7 @@ mod tests {
 
     #[test]
     fn markdown_snapshot() {
-        snapshot("fixture.md", &super::markdown::Markdown { top: 10 });
+        snapshot("fixture.md", &super::markdown::Markdown::new(10));
     }
 
     #[test]
