@@ -204,9 +204,8 @@ fn html_report_is_self_contained_and_renders_in_chromium() {
             .arg(dir.traces()),
     );
     let html = std::fs::read_to_string(&page).expect("the page");
-    assert!(html.contains(
-        "<script id=\"memshim-data\" type=\"application/json\">{\"schema\":\"memshim.report/1\""
-    ));
+    assert!(html.contains("<script id=\"memshim-data\" type=\"application/json\">{"));
+    assert!(html.contains("\"schema\":\"memshim.report/1\""));
     // Nothing is fetched: no external scripts, styles or images.
     for pattern in ["src=\"http", "href=\"http", "@import", "url(http"] {
         assert!(!html.contains(pattern), "the page loads {pattern}…");
