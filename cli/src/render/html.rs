@@ -1,6 +1,7 @@
 //! HTML: one self-contained page that opens offline (no network, no CDN): memory over time with the
 //! peaks marked, sortable tables of leak, growth and transfer sites, and flame graphs of the heap live
 //! at the peak and at exit. The page is `report.html` with the report's JSON embedded; its script draws everything.
+use std::collections::HashMap;
 use std::io::{self, Write};
 
 use super::Render;
@@ -14,11 +15,14 @@ pub struct Html;
 
 /// Rows kept per table of sites and frames kept per stack: the page stays small and quick on a trace of
 /// millions of allocations (the JSON report keeps everything).
-const MAX_ROWS: usize = 200;
-const MAX_FRAMES: usize = 48;
+const MAX_ROWS: usize = 100;
+const MAX_FRAMES: usize = 32;
+/// Longest function or file name kept (C++ template names run to kilobytes).
+const MAX_NAME: usize = 160;
 
 /// Cuts every list of sites (arrays of objects with `frames`) to [`MAX_ROWS`] and every stack to
-/// [`MAX_FRAMES`], innermost frames first.
+/// [`MAX_FRAMES`], innermost frames first; frames keep only what the page shows (function, file,
+/// line, kind), with names cut to [`MAX_NAME`] characters.
 fn trim(v: &mut serde_json::Value) {
     use serde_json::Value;
     match v {
@@ -33,6 +37,7 @@ fn trim(v: &mut serde_json::Value) {
                 if k == "frames" {
                     if let Value::Array(frames) = val {
                         frames.truncate(MAX_FRAMES);
+                        frames.iter_mut().for_each(slim_frame);
                     }
                 } else {
                     trim(val);
@@ -43,10 +48,60 @@ fn trim(v: &mut serde_json::Value) {
     }
 }
 
+fn slim_frame(f: &mut serde_json::Value) {
+    let Some(map) = f.as_object_mut() else {
+        return;
+    };
+    map.remove("address");
+    map.remove("module");
+    for key in ["function", "file"] {
+        if let Some(serde_json::Value::String(s)) = map.get_mut(key) {
+            if s.chars().count() > MAX_NAME {
+                *s = format!("{}…", s.chars().take(MAX_NAME - 1).collect::<String>());
+            }
+        }
+    }
+}
+
+/// Replaces every frame by its index in one table of distinct frames, added as `frame_table`: sites
+/// share most of their frames, so the page carries each once (the page's script puts them back).
+fn intern_frames(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    fn walk(v: &mut Value, table: &mut Vec<Value>, index: &mut HashMap<String, usize>) {
+        match v {
+            Value::Array(items) => items.iter_mut().for_each(|i| walk(i, table, index)),
+            Value::Object(map) => {
+                for (k, val) in map.iter_mut() {
+                    match val {
+                        Value::Array(frames) if k == "frames" => {
+                            for f in frames.iter_mut() {
+                                let key = f.to_string();
+                                let i = *index.entry(key).or_insert_with(|| {
+                                    table.push(f.take());
+                                    table.len() - 1
+                                });
+                                *f = Value::from(i);
+                            }
+                        }
+                        _ => walk(val, table, index),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut table = Vec::new();
+    walk(v, &mut table, &mut HashMap::new());
+    if let Value::Object(map) = v {
+        map.insert("frame_table".into(), Value::Array(table));
+    }
+}
+
 impl Render for Html {
     fn render(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
         let mut value = serde_json::to_value(report).map_err(io::Error::other)?;
         trim(&mut value);
+        intern_frames(&mut value);
         let json = serde_json::to_string(&value).map_err(io::Error::other)?;
         // Inside <script>, "</" could end the element and "<!--" open a comment: escape both.
         let json = json.replace("</", "<\\/").replace("<!--", "<\\!--");
@@ -65,7 +120,8 @@ mod tests {
 
     #[test]
     fn long_site_lists_and_deep_stacks_are_cut_for_the_page() {
-        let site = serde_json::json!({"bytes": 1, "frames": vec![serde_json::json!({"function": "f"}); 300]});
+        let frame = serde_json::json!({"function": "f".repeat(500), "address": "0x1", "module": "/lib/x.so", "line": 3});
+        let site = serde_json::json!({"bytes": 1, "frames": vec![frame; 300]});
         let mut v = serde_json::json!({"processes": [{"leaks": {"host": {"sites": vec![site; 1000]}},
             "timeline": {"host_live": vec![[0.0, 1.0]; 3000]}}]});
         trim(&mut v);
@@ -74,6 +130,10 @@ mod tests {
             .unwrap();
         assert_eq!(sites.len(), MAX_ROWS);
         assert_eq!(sites[0]["frames"].as_array().unwrap().len(), MAX_FRAMES);
+        let f = &sites[0]["frames"][0];
+        assert_eq!(f["function"].as_str().unwrap().chars().count(), MAX_NAME);
+        assert!(f.get("address").is_none() && f.get("module").is_none());
+        assert_eq!(f["line"], 3);
         let series = v["processes"][0]["timeline"]["host_live"]
             .as_array()
             .unwrap();
