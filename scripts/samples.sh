@@ -2,6 +2,7 @@
 # Regenerates the sample reports under examples/reports/ (redacted): a C program with host leaks and
 # growth, and the stand-in CUDA driver's copy and out-of-memory programs (no GPU needed), each in
 # Markdown and HTML. Usage: bash scripts/samples.sh   (needs the Rust toolchain and a C compiler)
+# The PyTorch samples (torch-*.md, torch-*.html) need a GPU: scripts/h200/samples.sh makes them.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
