@@ -521,3 +521,36 @@ fn ranks_of_a_job_side_by_side_with_their_imbalance() {
     assert_eq!(p["rank"]["launcher"], "torchrun");
     assert_eq!(p["rank"]["world_size"], 2);
 }
+
+#[test]
+fn two_and_three_dimensional_peer_copies_and_memsets_exactly() {
+    let dir = TestDir::new("cuda_copies_shaped");
+    let (stdout, report) = traced_cuda(&dir, "copies_shaped", &[]);
+    assert!(stdout.contains("done"), "{stdout}");
+    let p = process_by_exe(&report, "copies_shaped");
+    let rows: Vec<(String, String, u64, u64, u64)> = p["transfers"]["summary"]
+        .as_array()
+        .expect("summary")
+        .iter()
+        .map(|r| {
+            (
+                r["direction"].as_str().expect("direction").to_string(),
+                r["host_memory"].as_str().expect("host_memory").to_string(),
+                r["count"].as_u64().expect("count"),
+                r["bytes"].as_u64().expect("bytes"),
+                r["async_count"].as_u64().expect("async_count"),
+            )
+        })
+        .collect();
+    let row = |d: &str, h: &str, c, b, a| (d.to_string(), h.to_string(), c, b, a);
+    assert_eq!(
+        rows,
+        [
+            row("HtoD", "pageable", 1, 6400, 0),
+            row("DtoH", "pinned", 1, 6400, 1),
+            row("DtoD", "device", 1, 256, 0),
+            row("peer", "device", 2, 5120, 1),
+            row("memset", "device", 3, 3000, 1),
+        ]
+    );
+}

@@ -512,7 +512,20 @@ pub enum CopyApi {
     MemcpyDtoHAsync,
     /// `cuMemcpyDtoDAsync`.
     MemcpyDtoDAsync,
+    /// `cuMemcpyPeer`: device to device across contexts (GPUs). Since version 3.
+    MemcpyPeer,
+    /// `cuMemcpyPeerAsync`. Since version 3.
+    MemcpyPeerAsync,
+    /// `cuMemsetD8/D16/D32` (`src` is 0, `size` the bytes set). Since version 3.
+    Memset,
+    /// `cuMemsetD8/D16/D32Async`. Since version 3.
+    MemsetAsync,
 }
+
+// 2D and 3D copies (`cuMemcpy2D*`, `cuMemcpy3D*`) are recorded as the 1D call of their direction
+// (from their memory types: HtoD, DtoH, DtoD, or `Memcpy` when unified addressing decides), with the
+// address of the first byte copied on each side (0 for a CUDA array) and `size` = width x height x
+// depth.
 
 impl CopyApi {
     /// True for the calls that return before the copy is done (when the host memory allows it).
@@ -523,6 +536,8 @@ impl CopyApi {
                 | CopyApi::MemcpyHtoDAsync
                 | CopyApi::MemcpyDtoHAsync
                 | CopyApi::MemcpyDtoDAsync
+                | CopyApi::MemcpyPeerAsync
+                | CopyApi::MemsetAsync
         )
     }
 }

@@ -18,6 +18,10 @@ pub enum Direction {
     DtoH,
     DtoD,
     HtoH,
+    /// Device to device across GPUs (`cuMemcpyPeer*`).
+    Peer,
+    /// `cuMemset*`: no source; the "host memory" is the kind of memory set.
+    Memset,
 }
 
 /// The kind of host memory a copy used ("device" for device-to-device copies).
@@ -148,6 +152,16 @@ fn classify(c: &Transfer, device: &Device) -> (Direction, HostMemory) {
             (Direction::DtoH, host_kind(device.classify(c.dst)))
         }
         CopyApi::MemcpyDtoD | CopyApi::MemcpyDtoDAsync => (Direction::DtoD, HostMemory::Device),
+        CopyApi::MemcpyPeer | CopyApi::MemcpyPeerAsync => (Direction::Peer, HostMemory::Device),
+        CopyApi::Memset | CopyApi::MemsetAsync => {
+            let k = device.classify(c.dst);
+            let kind = if on_device(k) {
+                HostMemory::Device
+            } else {
+                host_kind(k)
+            };
+            (Direction::Memset, kind)
+        }
         CopyApi::Memcpy | CopyApi::MemcpyAsync => {
             let (s, d) = (device.classify(c.src), device.classify(c.dst));
             match (on_device(s), on_device(d)) {

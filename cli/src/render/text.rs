@@ -250,7 +250,7 @@ impl Text {
             };
             writeln!(
                 out,
-                "  {:<4} {:<10} {:>7} copies {:>10}  {sync}{}{asynchronous}",
+                "  {:<6} {:<10} {:>7} copies {:>10}  {sync}{}{asynchronous}",
                 r.direction,
                 r.host_memory,
                 r.count,

@@ -285,6 +285,8 @@ pub fn direction_name(d: Direction) -> &'static str {
         Direction::DtoH => "DtoH",
         Direction::DtoD => "DtoD",
         Direction::HtoH => "HtoH",
+        Direction::Peer => "peer",
+        Direction::Memset => "memset",
     }
 }
 

@@ -1,8 +1,9 @@
-//! Copy wrappers: every 1D copy of the driver API, timed around the call. A synchronous copy's call
-//! time is its transfer time; an asynchronous one's is how long the caller was blocked, which is the
-//! evidence that an "async" copy from pageable memory ran synchronously. Whether the host side is
-//! pageable, pinned, registered or managed is decided by the CLI from the recorded allocations.
-//! (2D/3D and peer copies are not recorded yet.)
+//! Copy wrappers: every 1D, 2D, 3D and peer copy of the driver API and the 1D memsets, timed around
+//! the call. A synchronous copy's call time is its transfer time; an asynchronous one's is how long the
+//! caller was blocked, which is the evidence that an "async" copy from pageable memory ran
+//! synchronously. Whether the host side is pageable, pinned, registered or managed is decided by the
+//! CLI from the recorded allocations. (2D memsets, `cuMemcpyAtoH`-style array copies and
+//! `cuMemcpyBatchAsync` are not recorded yet.)
 //!
 //! # Safety
 //! As for `api`: each `REAL` slot holds the driver function of the same export, called with its own
@@ -49,3 +50,53 @@ copy_wrapper!(cuMemcpyDtoHAsync_v2, C::MemcpyDtoHAsync, (dst: Ptr, src: DevPtr, 
 copy_wrapper!(cuMemcpyDtoHAsync_v2_ptsz, C::MemcpyDtoHAsync, (dst: Ptr, src: DevPtr, n: usize, s: Ptr), dst = dst, src = src, size = n, stream = s);
 copy_wrapper!(cuMemcpyDtoDAsync_v2, C::MemcpyDtoDAsync, (dst: DevPtr, src: DevPtr, n: usize, s: Ptr), dst = dst, src = src, size = n, stream = s);
 copy_wrapper!(cuMemcpyDtoDAsync_v2_ptsz, C::MemcpyDtoDAsync, (dst: DevPtr, src: DevPtr, n: usize, s: Ptr), dst = dst, src = src, size = n, stream = s);
+
+type Ctx = *mut c_void;
+
+copy_wrapper!(cuMemcpyPeer, C::MemcpyPeer, (dst: DevPtr, dc: Ctx, src: DevPtr, sc: Ctx, n: usize), dst = dst, src = src, size = n, stream = 0);
+copy_wrapper!(cuMemcpyPeer_ptds, C::MemcpyPeer, (dst: DevPtr, dc: Ctx, src: DevPtr, sc: Ctx, n: usize), dst = dst, src = src, size = n, stream = 0);
+copy_wrapper!(cuMemcpyPeerAsync, C::MemcpyPeerAsync, (dst: DevPtr, dc: Ctx, src: DevPtr, sc: Ctx, n: usize, s: Ptr), dst = dst, src = src, size = n, stream = s);
+copy_wrapper!(cuMemcpyPeerAsync_ptsz, C::MemcpyPeerAsync, (dst: DevPtr, dc: Ctx, src: DevPtr, sc: Ctx, n: usize, s: Ptr), dst = dst, src = src, size = n, stream = s);
+
+copy_wrapper!(cuMemsetD8_v2, C::Memset, (dst: DevPtr, v: u8, n: usize), dst = dst, src = 0, size = n, stream = 0);
+copy_wrapper!(cuMemsetD8_v2_ptds, C::Memset, (dst: DevPtr, v: u8, n: usize), dst = dst, src = 0, size = n, stream = 0);
+copy_wrapper!(cuMemsetD16_v2, C::Memset, (dst: DevPtr, v: u16, n: usize), dst = dst, src = 0, size = n * 2, stream = 0);
+copy_wrapper!(cuMemsetD16_v2_ptds, C::Memset, (dst: DevPtr, v: u16, n: usize), dst = dst, src = 0, size = n * 2, stream = 0);
+copy_wrapper!(cuMemsetD32_v2, C::Memset, (dst: DevPtr, v: u32, n: usize), dst = dst, src = 0, size = n * 4, stream = 0);
+copy_wrapper!(cuMemsetD32_v2_ptds, C::Memset, (dst: DevPtr, v: u32, n: usize), dst = dst, src = 0, size = n * 4, stream = 0);
+copy_wrapper!(cuMemsetD8Async, C::MemsetAsync, (dst: DevPtr, v: u8, n: usize, s: Ptr), dst = dst, src = 0, size = n, stream = s);
+copy_wrapper!(cuMemsetD8Async_ptsz, C::MemsetAsync, (dst: DevPtr, v: u8, n: usize, s: Ptr), dst = dst, src = 0, size = n, stream = s);
+copy_wrapper!(cuMemsetD16Async, C::MemsetAsync, (dst: DevPtr, v: u16, n: usize, s: Ptr), dst = dst, src = 0, size = n * 2, stream = s);
+copy_wrapper!(cuMemsetD16Async_ptsz, C::MemsetAsync, (dst: DevPtr, v: u16, n: usize, s: Ptr), dst = dst, src = 0, size = n * 2, stream = s);
+copy_wrapper!(cuMemsetD32Async, C::MemsetAsync, (dst: DevPtr, v: u32, n: usize, s: Ptr), dst = dst, src = 0, size = n * 4, stream = s);
+copy_wrapper!(cuMemsetD32Async_ptsz, C::MemsetAsync, (dst: DevPtr, v: u32, n: usize, s: Ptr), dst = dst, src = 0, size = n * 4, stream = s);
+
+/// A 2D or 3D copy wrapper: the direction and addresses come from its descriptor (see `shape`).
+macro_rules! shaped_wrapper {
+    ($name:ident, $layout:expr, async = $async:expr, ($($arg:ident : $ty:ty),*), desc = $desc:ident, stream = $stream:expr) => {
+        wrapper!($name($($arg: $ty),*) |call| {
+            let t0 = clock::monotonic_ns();
+            let r = call();
+            let t1 = clock::monotonic_ns();
+            // SAFETY: the driver just read the same descriptor; a null one was refused by it (and is
+            // skipped here).
+            if let Some(s) = unsafe { super::shape::read($desc.cast(), &$layout) } {
+                copy(s.api($async), s.dst, s.src, s.size, $stream as u64, t0, t1 - t0, r);
+            }
+            r
+        });
+    };
+}
+
+use super::shape::{COPY_2D, COPY_3D};
+
+shaped_wrapper!(cuMemcpy2D_v2, COPY_2D, async = false, (d: CPtr), desc = d, stream = 0);
+shaped_wrapper!(cuMemcpy2D_v2_ptds, COPY_2D, async = false, (d: CPtr), desc = d, stream = 0);
+shaped_wrapper!(cuMemcpy2DUnaligned_v2, COPY_2D, async = false, (d: CPtr), desc = d, stream = 0);
+shaped_wrapper!(cuMemcpy2DUnaligned_v2_ptds, COPY_2D, async = false, (d: CPtr), desc = d, stream = 0);
+shaped_wrapper!(cuMemcpy2DAsync_v2, COPY_2D, async = true, (d: CPtr, s: Ptr), desc = d, stream = s);
+shaped_wrapper!(cuMemcpy2DAsync_v2_ptsz, COPY_2D, async = true, (d: CPtr, s: Ptr), desc = d, stream = s);
+shaped_wrapper!(cuMemcpy3D_v2, COPY_3D, async = false, (d: CPtr), desc = d, stream = 0);
+shaped_wrapper!(cuMemcpy3D_v2_ptds, COPY_3D, async = false, (d: CPtr), desc = d, stream = 0);
+shaped_wrapper!(cuMemcpy3DAsync_v2, COPY_3D, async = true, (d: CPtr, s: Ptr), desc = d, stream = s);
+shaped_wrapper!(cuMemcpy3DAsync_v2_ptsz, COPY_3D, async = true, (d: CPtr, s: Ptr), desc = d, stream = s);

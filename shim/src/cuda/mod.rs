@@ -42,6 +42,7 @@ pub mod api;
 pub mod copy;
 pub mod dlsym;
 pub mod record;
+pub mod shape;
 pub mod table;
 
 /// `CUresult`.

@@ -20,7 +20,14 @@
     X(cuMemcpyHtoD_v2) X(cuMemcpyHtoD_v2_ptds) X(cuMemcpyDtoH_v2) X(cuMemcpyDtoH_v2_ptds)             \
     X(cuMemcpyDtoD_v2) X(cuMemcpyDtoD_v2_ptds) X(cuMemcpyHtoDAsync_v2) X(cuMemcpyHtoDAsync_v2_ptsz)   \
     X(cuMemcpyDtoHAsync_v2) X(cuMemcpyDtoHAsync_v2_ptsz) X(cuMemcpyDtoDAsync_v2)                     \
-    X(cuMemcpyDtoDAsync_v2_ptsz) X(cuGetProcAddress) X(cuGetProcAddress_v2)
+    X(cuMemcpyDtoDAsync_v2_ptsz) X(cuGetProcAddress) X(cuGetProcAddress_v2)                         \
+    X(cuMemcpyPeer) X(cuMemcpyPeer_ptds) X(cuMemcpyPeerAsync) X(cuMemcpyPeerAsync_ptsz)               \
+    X(cuMemsetD8_v2) X(cuMemsetD8_v2_ptds) X(cuMemsetD16_v2) X(cuMemsetD16_v2_ptds)                   \
+    X(cuMemsetD32_v2) X(cuMemsetD32_v2_ptds) X(cuMemsetD8Async) X(cuMemsetD8Async_ptsz)               \
+    X(cuMemsetD16Async) X(cuMemsetD16Async_ptsz) X(cuMemsetD32Async) X(cuMemsetD32Async_ptsz)         \
+    X(cuMemcpy2D_v2) X(cuMemcpy2D_v2_ptds) X(cuMemcpy2DUnaligned_v2) X(cuMemcpy2DUnaligned_v2_ptds)   \
+    X(cuMemcpy2DAsync_v2) X(cuMemcpy2DAsync_v2_ptsz) X(cuMemcpy3D_v2) X(cuMemcpy3D_v2_ptds)           \
+    X(cuMemcpy3DAsync_v2) X(cuMemcpy3DAsync_v2_ptsz)
 
 #define ID(n) ID_##n,
 enum { NAMES(ID) ID_COUNT };
@@ -294,3 +301,76 @@ COPY_ASYNC(cuMemcpyHtoDAsync_v2, CUdeviceptr, const void *) COPY_ASYNC(cuMemcpyH
 COPY_ASYNC(cuMemcpyDtoHAsync_v2, void *, CUdeviceptr) COPY_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, void *, CUdeviceptr)
 COPY_ASYNC(cuMemcpyDtoDAsync_v2, CUdeviceptr, CUdeviceptr) COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr, CUdeviceptr)
 
+
+/* --- peer copies, memsets, 2D and 3D copies ------------------------------------------------------ */
+#define PEER(name)                                                                                   \
+    static CUresult i_##name(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n) {   \
+        HIT(name); (void)dc; (void)sc; return copy(d, s, n); }
+#define PEER_ASYNC(name)                                                                             \
+    static CUresult i_##name(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n,     \
+                             CUstream st) { HIT(name); (void)dc; (void)sc; (void)st; return copy(d, s, n); }
+PEER(cuMemcpyPeer) PEER(cuMemcpyPeer_ptds) PEER_ASYNC(cuMemcpyPeerAsync) PEER_ASYNC(cuMemcpyPeerAsync_ptsz)
+
+static CUresult set(u64 d, u64 v, size_t n, size_t elem) {
+    NEED_INIT();
+    if (!d) return EINVAL_;
+    for (size_t i = 0; i < n; i++) memcpy((char *)d + i * elem, &v, elem);
+    return OK;
+}
+#define SET(name, t, elem)                                                                           \
+    static CUresult i_##name(CUdeviceptr d, t v, size_t n) { HIT(name); return set(d, v, n, elem); }
+#define SET_ASYNC(name, t, elem)                                                                     \
+    static CUresult i_##name(CUdeviceptr d, t v, size_t n, CUstream st) { HIT(name); (void)st; return set(d, v, n, elem); }
+SET(cuMemsetD8_v2, unsigned char, 1) SET(cuMemsetD8_v2_ptds, unsigned char, 1)
+SET(cuMemsetD16_v2, unsigned short, 2) SET(cuMemsetD16_v2_ptds, unsigned short, 2)
+SET(cuMemsetD32_v2, unsigned int, 4) SET(cuMemsetD32_v2_ptds, unsigned int, 4)
+SET_ASYNC(cuMemsetD8Async, unsigned char, 1) SET_ASYNC(cuMemsetD8Async_ptsz, unsigned char, 1)
+SET_ASYNC(cuMemsetD16Async, unsigned short, 2) SET_ASYNC(cuMemsetD16Async_ptsz, unsigned short, 2)
+SET_ASYNC(cuMemsetD32Async, unsigned int, 4) SET_ASYNC(cuMemsetD32Async_ptsz, unsigned int, 4)
+
+/* CUDA_MEMCPY3D; a CUDA_MEMCPY2D is read into one (its fields are a prefix of the 3D ones, in order). */
+typedef struct {
+    size_t srcXInBytes, srcY, srcZ, srcLOD; int srcMemoryType; const void *srcHost; CUdeviceptr srcDevice;
+    void *srcArray, *reserved0; size_t srcPitch, srcHeight;
+    size_t dstXInBytes, dstY, dstZ, dstLOD; int dstMemoryType; void *dstHost; CUdeviceptr dstDevice;
+    void *dstArray, *reserved1; size_t dstPitch, dstHeight;
+    size_t WidthInBytes, Height, Depth;
+} memcpy3d_t;
+typedef struct {
+    size_t srcXInBytes, srcY; int srcMemoryType; const void *srcHost; CUdeviceptr srcDevice; void *srcArray;
+    size_t srcPitch;
+    size_t dstXInBytes, dstY; int dstMemoryType; void *dstHost; CUdeviceptr dstDevice; void *dstArray;
+    size_t dstPitch, WidthInBytes, Height;
+} memcpy2d_t;
+static CUresult copy3d(const memcpy3d_t *c) {
+    NEED_INIT();
+    if (!c || c->srcMemoryType == 3 || c->dstMemoryType == 3) return EINVAL_; /* no CUDA arrays here */
+    u64 src = c->srcMemoryType == 1 ? (u64)c->srcHost : c->srcDevice;
+    u64 dst = c->dstMemoryType == 1 ? (u64)c->dstHost : c->dstDevice;
+    size_t depth = c->Depth ? c->Depth : 1, rows = c->Height ? c->Height : 1;
+    for (size_t z = 0; z < depth; z++)
+        for (size_t y = 0; y < rows; y++) {
+            u64 s = src + c->srcXInBytes + (c->srcY + y) * c->srcPitch + (c->srcZ + z) * c->srcPitch * c->srcHeight;
+            u64 d = dst + c->dstXInBytes + (c->dstY + y) * c->dstPitch + (c->dstZ + z) * c->dstPitch * c->dstHeight;
+            CUresult r = copy(d, s, c->WidthInBytes);
+            if (r) return r;
+        }
+    return OK;
+}
+static CUresult copy2d(const memcpy2d_t *c) {
+    if (!c) return EINVAL_;
+    memcpy3d_t t = {0};
+    t.srcXInBytes = c->srcXInBytes, t.srcY = c->srcY, t.srcMemoryType = c->srcMemoryType;
+    t.srcHost = c->srcHost, t.srcDevice = c->srcDevice, t.srcArray = c->srcArray, t.srcPitch = c->srcPitch;
+    t.dstXInBytes = c->dstXInBytes, t.dstY = c->dstY, t.dstMemoryType = c->dstMemoryType;
+    t.dstHost = c->dstHost, t.dstDevice = c->dstDevice, t.dstArray = c->dstArray, t.dstPitch = c->dstPitch;
+    t.WidthInBytes = c->WidthInBytes, t.Height = c->Height, t.Depth = 1;
+    return copy3d(&t);
+}
+#define C2D(name) static CUresult i_##name(const memcpy2d_t *c) { HIT(name); return copy2d(c); }
+#define C2D_ASYNC(name) static CUresult i_##name(const memcpy2d_t *c, CUstream st) { HIT(name); (void)st; return copy2d(c); }
+#define C3D(name) static CUresult i_##name(const memcpy3d_t *c) { HIT(name); return copy3d(c); }
+#define C3D_ASYNC(name) static CUresult i_##name(const memcpy3d_t *c, CUstream st) { HIT(name); (void)st; return copy3d(c); }
+C2D(cuMemcpy2D_v2) C2D(cuMemcpy2D_v2_ptds) C2D(cuMemcpy2DUnaligned_v2) C2D(cuMemcpy2DUnaligned_v2_ptds)
+C2D_ASYNC(cuMemcpy2DAsync_v2) C2D_ASYNC(cuMemcpy2DAsync_v2_ptsz)
+C3D(cuMemcpy3D_v2) C3D(cuMemcpy3D_v2_ptds) C3D_ASYNC(cuMemcpy3DAsync_v2) C3D_ASYNC(cuMemcpy3DAsync_v2_ptsz)

@@ -45,6 +45,19 @@ static const struct { const char *name; void *fn, *pt, *newer; int from; } PROCS
     {"cuMemcpyDtoHAsync", F(cuMemcpyDtoHAsync_v2), F(cuMemcpyDtoHAsync_v2_ptsz), 0, 0},
     {"cuMemcpyDtoDAsync", F(cuMemcpyDtoDAsync_v2), F(cuMemcpyDtoDAsync_v2_ptsz), 0, 0},
     {"cuGetProcAddress", F(cuGetProcAddress), 0, F(cuGetProcAddress_v2), 12000},
+    {"cuMemcpyPeer", F(cuMemcpyPeer), F(cuMemcpyPeer_ptds), 0, 0},
+    {"cuMemcpyPeerAsync", F(cuMemcpyPeerAsync), F(cuMemcpyPeerAsync_ptsz), 0, 0},
+    {"cuMemsetD8", F(cuMemsetD8_v2), F(cuMemsetD8_v2_ptds), 0, 0},
+    {"cuMemsetD16", F(cuMemsetD16_v2), F(cuMemsetD16_v2_ptds), 0, 0},
+    {"cuMemsetD32", F(cuMemsetD32_v2), F(cuMemsetD32_v2_ptds), 0, 0},
+    {"cuMemsetD8Async", F(cuMemsetD8Async), F(cuMemsetD8Async_ptsz), 0, 0},
+    {"cuMemsetD16Async", F(cuMemsetD16Async), F(cuMemsetD16Async_ptsz), 0, 0},
+    {"cuMemsetD32Async", F(cuMemsetD32Async), F(cuMemsetD32Async_ptsz), 0, 0},
+    {"cuMemcpy2D", F(cuMemcpy2D_v2), F(cuMemcpy2D_v2_ptds), 0, 0},
+    {"cuMemcpy2DUnaligned", F(cuMemcpy2DUnaligned_v2), F(cuMemcpy2DUnaligned_v2_ptds), 0, 0},
+    {"cuMemcpy2DAsync", F(cuMemcpy2DAsync_v2), F(cuMemcpy2DAsync_v2_ptsz), 0, 0},
+    {"cuMemcpy3D", F(cuMemcpy3D_v2), F(cuMemcpy3D_v2_ptds), 0, 0},
+    {"cuMemcpy3DAsync", F(cuMemcpy3DAsync_v2), F(cuMemcpy3DAsync_v2_ptsz), 0, 0},
 };
 static CUresult i_cuGetProcAddress_v2(const char *sym, void **pfn, int version, unsigned long long flags, int *status) {
     HIT(cuGetProcAddress_v2);
