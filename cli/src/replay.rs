@@ -80,6 +80,8 @@ pub struct Replayed {
     pub python: Option<PythonRuntime>,
     /// The process's rank in a distributed job, if it was one.
     pub rank: Option<RankInfo>,
+    /// NVML's view of the GPUs.
+    pub gpus: crate::analysis::gpus::Gpus,
     /// Python code objects by id, with their names resolved from the string table.
     pub py_codes: HashMap<u32, PyFunction>,
     /// Stack ids that share their Python frames with a smaller id, mapped to it (one site per
@@ -134,6 +136,8 @@ pub fn kind_name(r: &Record) -> &'static str {
         Record::PyCode(_) => "py_code",
         Record::Python(_) => "python",
         Record::Rank(_) => "rank",
+        Record::Gpus(_) => "gpus",
+        Record::GpuSamples(_) => "gpu_samples",
     }
 }
 
@@ -214,6 +218,7 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
         placements: Vec::new(),
         python: None,
         rank: None,
+        gpus: Default::default(),
         py_codes: HashMap::default(),
         py_groups: HashMap::default(),
         py_strings: HashMap::default(),
@@ -399,6 +404,8 @@ fn apply(r: &mut Replayed, ev: Event) {
         Record::PyCode(c) => define_code(r, c),
         Record::Python(p) => r.python = Some(p),
         Record::Rank(k) => r.rank = Some(k),
+        Record::Gpus(g) => r.gpus.info = g,
+        Record::GpuSamples(s) => r.gpus.sample(ev.t, &s),
         Record::Dropped(n) => r.dropped = r.dropped.max(n),
         Record::Note(n) => r.notes.push(n.text),
         Record::End(e) => {

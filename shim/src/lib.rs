@@ -36,6 +36,7 @@ mod heapstats;
 mod hooks;
 mod modules;
 mod msg;
+mod nvml;
 mod output;
 mod placement;
 mod python;

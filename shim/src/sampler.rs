@@ -20,10 +20,16 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
     crate::threads::spawn(c"memshim-sampler", move || {
         let mut seen = seen;
         let mut heap = HeapPace::default();
+        let mut gpus = GpuSampling::default();
         loop {
             std::thread::sleep(PERIOD);
             if sys::getpid() != pid {
                 return;
+            }
+            if let Some(record) = gpus.tick(pid) {
+                if tx.send(Msg::Record(record)).is_err() {
+                    return;
+                }
             }
             if heap.due() {
                 let start = std::time::Instant::now();
@@ -50,6 +56,46 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
             }
         }
     })
+}
+
+/// NVML, started once the process used CUDA; read every `every` periods, less often when slow.
+#[derive(Default)]
+struct GpuSampling {
+    nvml: Option<crate::nvml::Nvml>,
+    tried: bool,
+    described: bool,
+    pace: HeapPace,
+}
+
+/// A GPU reading that takes longer than this halves the reading rate.
+const GPU_SLOW: Duration = Duration::from_millis(20);
+
+impl GpuSampling {
+    /// What to record this period, if anything.
+    fn tick(&mut self, pid: u32) -> Option<Record> {
+        if !self.tried {
+            if !crate::cuda::record::used() || !crate::session::cuda_enabled() {
+                return None;
+            }
+            self.tried = true;
+            self.nvml = crate::nvml::Nvml::start(pid);
+            self.pace = HeapPace { every: 2, tick: 0 };
+        }
+        let nvml = self.nvml.as_ref()?;
+        if !self.described {
+            self.described = true;
+            return Some(Record::Gpus(nvml.describe()));
+        }
+        if !self.pace.due() {
+            return None;
+        }
+        let start = std::time::Instant::now();
+        let samples = nvml.sample();
+        if start.elapsed() > GPU_SLOW {
+            self.pace.every = (self.pace.every * 2).min(MAX_TICKS);
+        }
+        Some(Record::GpuSamples(samples))
+    }
 }
 
 /// How often the heap statistics are taken. glibc's `mallinfo2` walks every free chunk while holding

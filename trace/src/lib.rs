@@ -28,10 +28,10 @@ pub use header::{Clock, Header, FORMAT_VERSION, MAGIC};
 pub use reader::TraceReader;
 pub use record::{
     Alloc, AllocCpu, AllocFn, CopyApi, Counter, CudaApi, CudaFailure, DeviceAlloc, DeviceFree,
-    DeviceMemory, End, EndReason, Event, FrameRef, Free, HeapStats, ManagedHint, Map, MapFn,
-    MemInfo, Module, ModuleUnload, Note, NumaCall, NumaFn, NumaNode, Placement, PyCode, PyString,
-    PythonRuntime, RankInfo, ReallocFailed, Record, Segment, StackDef, SymFrame, Symbol, Transfer,
-    Unmap, PYTHON_FRAME, UNSAMPLED,
+    DeviceMemory, End, EndReason, Event, FrameRef, Free, GpuInfo, GpuSample, HeapStats,
+    ManagedHint, Map, MapFn, MemInfo, Module, ModuleUnload, Note, NumaCall, NumaFn, NumaNode,
+    Placement, PyCode, PyString, PythonRuntime, RankInfo, ReallocFailed, Record, Segment, StackDef,
+    SymFrame, Symbol, Transfer, Unmap, PYTHON_FRAME, UNSAMPLED,
 };
 pub use writer::TraceWriter;
 

@@ -79,6 +79,44 @@ pub enum Record {
     Python(PythonRuntime),
     /// The process is one rank of a distributed job (torchrun, Slurm, MPI). Since version 3.
     Rank(RankInfo),
+    /// The machine's GPUs as NVML describes them, once the process used CUDA. Since version 3.
+    Gpus(Vec<GpuInfo>),
+    /// NVML's readings of every GPU at one moment. Since version 3.
+    GpuSamples(Vec<GpuSample>),
+}
+
+/// One GPU, by NVML's index (not CUDA's ordinal, which `CUDA_VISIBLE_DEVICES` renumbers).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuInfo {
+    /// NVML's index.
+    pub index: u32,
+    /// Its name (`NVIDIA H200`).
+    pub name: String,
+    /// Its UUID (`GPU-...`).
+    pub uuid: String,
+    /// The current PCIe link generation (0 when unknown).
+    pub pcie_generation: u32,
+    /// The current PCIe link width, lanes (0 when unknown).
+    pub pcie_width: u32,
+    /// The NUMA node of its PCIe slot, -1 when unknown.
+    pub numa_node: i32,
+}
+
+/// NVML's reading of one GPU.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuSample {
+    /// NVML's index.
+    pub index: u32,
+    /// Memory in use on the whole device, by every process.
+    pub used_bytes: u64,
+    /// The device's memory.
+    pub total_bytes: u64,
+    /// Memory the driver counts for this process, when it tells.
+    pub process_bytes: Option<u64>,
+    /// PCIe throughput out of the GPU over NVML's last sampling window, bytes per second.
+    pub pcie_tx_bytes_per_s: Option<u64>,
+    /// PCIe throughput into the GPU, bytes per second.
+    pub pcie_rx_bytes_per_s: Option<u64>,
 }
 
 /// Which rank of a distributed job a process is, as its launcher told it.

@@ -2,6 +2,7 @@
 //! of distinct stacks, and yields plain numbers for the report. No rendering here.
 pub mod device;
 pub mod fragmentation;
+pub mod gpus;
 pub mod growth;
 pub mod heap;
 pub mod mmap;

@@ -187,6 +187,12 @@ impl Markdown {
                 d.peak_time_s,
                 d.failures.len()
             )?;
+            for g in &d.gpus {
+                writeln!(out, "- {}", super::text::gpu_line(g))?;
+            }
+            if !d.gpus.is_empty() {
+                writeln!(out)?;
+            }
             self.leaks("Leaked device memory", &p.leaks.device, out)?;
             self.leaks("Leaked managed memory", &p.leaks.managed, out)?;
             self.leaks("Leaked pinned host memory", &p.leaks.pinned, out)?;

@@ -104,7 +104,11 @@ fn process(t: &Replayed) -> Process {
         timeline: Timeline {
             host_live: series(&t.heap.series, t.header.clock_start_ns),
             device_live: series(&t.device.series, t.header.clock_start_ns),
-            transfers: super::transfers::bandwidth(t),
+            transfers: {
+                let mut series = super::transfers::bandwidth(t);
+                series.extend(super::gpus::pcie_series(t));
+                series
+            },
         },
         numa: super::system::numa(t, &mut sym),
         counters: super::system::counters(t),

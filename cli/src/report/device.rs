@@ -58,8 +58,10 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer, leaked_device: &LeakClass) ->
             frames: frames(t, sym, f.call.stack),
         })
         .collect();
+    let gpus = super::gpus::rows(t);
     let mut out = DeviceSection {
         seen: true,
+        gpus,
         allocations: heaps().map(|h| h.allocations).sum(),
         frees: heaps().map(|h| h.frees).sum(),
         allocated_bytes: heaps().map(|h| h.allocated_bytes).sum(),
@@ -118,6 +120,8 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer, leaked_device: &LeakClass) ->
     };
     out.findings = findings(&out, leaked_device);
     out.findings.extend(churn(&out));
+    out.findings
+        .extend(super::gpus::findings(&out.gpus, out.peak_bytes));
     out
 }
 

@@ -4,6 +4,7 @@ pub mod build;
 pub mod device;
 pub mod diff;
 pub mod filter;
+pub mod gpus;
 pub mod growth;
 pub mod model;
 pub mod owner;

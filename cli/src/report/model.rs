@@ -359,8 +359,31 @@ pub struct DeviceSection {
     /// How many different sizes were allocated.
     pub distinct_sizes: u64,
     pub managed_hints: ManagedHints,
+    /// The machine's GPUs as NVML saw them while the process ran (empty without NVML).
+    pub gpus: Vec<GpuOut>,
     /// Conclusions in plain words, each with its evidence.
     pub findings: Vec<Finding>,
+}
+
+/// One GPU, by NVML's index (CUDA's ordinals follow `CUDA_VISIBLE_DEVICES`; match them by UUID).
+#[derive(Serialize, Debug)]
+pub struct GpuOut {
+    pub index: u32,
+    pub name: String,
+    pub uuid: String,
+    pub pcie_generation: u32,
+    pub pcie_width: u32,
+    /// The NUMA node of its PCIe slot, -1 when unknown.
+    pub numa_node: i32,
+    /// NVML readings taken.
+    pub samples: u64,
+    pub total_bytes: u64,
+    /// The most memory in use on the device, by every process.
+    pub peak_used_bytes: u64,
+    /// The most the driver counted for this process, and when; null when NVML does not say (in a
+    /// container without the host's process ids, say).
+    pub peak_process_bytes: Option<u64>,
+    pub peak_process_time_s: Option<f64>,
 }
 
 /// One kind of CUDA memory.

@@ -82,6 +82,9 @@ pub fn redact(report: &mut Report, r: &Redactions) {
             }
         }
         p.notes = p.notes.iter().map(|n| r.text(n)).collect();
+        for g in &mut p.device.gpus {
+            g.uuid = "<gpu uuid>".into();
+        }
         let frames = p
             .leaks
             .host

@@ -15,7 +15,18 @@ fn send(record: Record, with_stack: bool) {
     send_at(None, record, with_stack);
 }
 
+/// Set by the first CUDA call recorded: the sampler starts NVML then.
+static USED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// True once the process made a CUDA memory call.
+pub fn used() -> bool {
+    USED.load(Ordering::Relaxed)
+}
+
 fn send_at(at: Option<u64>, record: Record, with_stack: bool) {
+    if !USED.load(Ordering::Relaxed) {
+        USED.store(true, Ordering::Relaxed);
+    }
     record_guarded(session::cuda_active, || {
         let t = at.unwrap_or_else(clock::monotonic_ns);
         let stack = with_stack.then(call_stack_hash);

@@ -1,0 +1,83 @@
+//! NVML's view of the GPUs: the most memory the driver counted for this process and for the whole
+//! device, and PCIe throughput over time, to set beside what the shim accounted and copied.
+use std::collections::BTreeMap;
+
+use memshim_trace::{GpuInfo, GpuSample};
+
+use super::timeline::Series;
+
+/// One GPU's readings.
+#[derive(Debug, Default)]
+pub struct Track {
+    pub samples: u64,
+    pub total_bytes: u64,
+    /// (time, bytes) of the most memory in use on the device, by every process.
+    pub peak_used: (u64, u64),
+    /// (time, bytes) of the most the driver counted for this process, when it said.
+    pub peak_process: Option<(u64, u64)>,
+    /// PCIe throughput out of and into the GPU, bytes per second.
+    pub pcie_tx: Series,
+    pub pcie_rx: Series,
+}
+
+/// The GPUs NVML described and what it read.
+#[derive(Debug, Default)]
+pub struct Gpus {
+    pub info: Vec<GpuInfo>,
+    pub tracks: BTreeMap<u32, Track>,
+}
+
+impl Gpus {
+    /// One reading of every GPU, at `t`.
+    pub fn sample(&mut self, t: u64, samples: &[GpuSample]) {
+        for s in samples {
+            let k = self.tracks.entry(s.index).or_default();
+            k.samples += 1;
+            k.total_bytes = s.total_bytes;
+            if s.used_bytes > k.peak_used.1 {
+                k.peak_used = (t, s.used_bytes);
+            }
+            if let Some(b) = s.process_bytes {
+                if k.peak_process.is_none_or(|(_, p)| b > p) {
+                    k.peak_process = Some((t, b));
+                }
+            }
+            if let Some(v) = s.pcie_tx_bytes_per_s {
+                k.pcie_tx.push(t, v);
+            }
+            if let Some(v) = s.pcie_rx_bytes_per_s {
+                k.pcie_rx.push(t, v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(used: u64, process: Option<u64>, tx: u64) -> GpuSample {
+        GpuSample {
+            index: 0,
+            used_bytes: used,
+            total_bytes: 1000,
+            process_bytes: process,
+            pcie_tx_bytes_per_s: Some(tx),
+            pcie_rx_bytes_per_s: None,
+        }
+    }
+
+    #[test]
+    fn peaks_and_throughput_per_gpu() {
+        let mut g = Gpus::default();
+        g.sample(10, &[sample(100, Some(50), 7)]);
+        g.sample(20, &[sample(300, None, 9)]);
+        g.sample(30, &[sample(200, Some(80), 8)]);
+        let k = &g.tracks[&0];
+        assert_eq!(k.samples, 3);
+        assert_eq!(k.peak_used, (20, 300));
+        assert_eq!(k.peak_process, Some((30, 80)));
+        assert_eq!(k.pcie_tx.points(), &[(10, 7), (20, 9), (30, 8)]);
+        assert!(k.pcie_rx.points().is_empty());
+    }
+}

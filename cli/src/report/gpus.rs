@@ -1,0 +1,113 @@
+//! The GPUs as NVML saw them, beside what the shim accounted: the memory the driver counted for the
+//! process that no recorded call explains, and PCIe throughput on the copy-bandwidth timeline.
+use super::model::{BandwidthSeries, Finding, GpuOut};
+use crate::render::human_bytes;
+use crate::replay::Replayed;
+
+/// Memory the driver counts beyond the shim's own accounting is a finding from this much on (the CUDA
+/// context alone is a few hundred MiB, so smaller gaps are noise).
+const UNACCOUNTED_MIN: u64 = 256 << 20;
+
+/// One row per GPU NVML described.
+pub fn rows(t: &Replayed) -> Vec<GpuOut> {
+    let secs = |ns: u64| ns.saturating_sub(t.header.clock_start_ns) as f64 / 1e9;
+    t.gpus
+        .info
+        .iter()
+        .map(|g| {
+            let k = t.gpus.tracks.get(&g.index);
+            GpuOut {
+                index: g.index,
+                name: g.name.clone(),
+                uuid: g.uuid.clone(),
+                pcie_generation: g.pcie_generation,
+                pcie_width: g.pcie_width,
+                numa_node: g.numa_node,
+                samples: k.map_or(0, |k| k.samples),
+                total_bytes: k.map_or(0, |k| k.total_bytes),
+                peak_used_bytes: k.map_or(0, |k| k.peak_used.1),
+                peak_process_bytes: k.and_then(|k| k.peak_process).map(|p| p.1),
+                peak_process_time_s: k.and_then(|k| k.peak_process).map(|p| secs(p.0)),
+            }
+        })
+        .collect()
+}
+
+/// What NVML says that the shim's accounting does not: memory the driver counted for the process
+/// beyond the most it had allocated through the calls the shim sees.
+pub fn findings(gpus: &[GpuOut], accounted_peak: u64) -> Vec<Finding> {
+    let counted: u64 = gpus.iter().filter_map(|g| g.peak_process_bytes).sum();
+    if counted < accounted_peak + UNACCOUNTED_MIN {
+        return Vec::new();
+    }
+    vec![Finding {
+        kind: "unaccounted_device_memory",
+        text: format!(
+            "the driver counted up to {} of GPU memory for this process (NVML), against {} at most through the allocation calls memshim sees: {} went elsewhere (the CUDA context and loaded kernels, library workspaces such as cuBLAS and cuDNN, allocations made before memshim was loaded); it counts against the GPU's capacity all the same",
+            human_bytes(counted),
+            human_bytes(accounted_peak),
+            human_bytes(counted - accounted_peak)
+        ),
+    }]
+}
+
+/// PCIe throughput per GPU over time, for the bandwidth timeline.
+pub fn pcie_series(t: &Replayed) -> Vec<BandwidthSeries> {
+    let secs = |ns: u64| ns.saturating_sub(t.header.clock_start_ns) as f64 / 1e9;
+    let mut out = Vec::new();
+    for (index, k) in &t.gpus.tracks {
+        for (what, s) in [("PCIe TX", &k.pcie_tx), ("PCIe RX", &k.pcie_rx)] {
+            if s.points().iter().any(|p| p.1 > 0) {
+                out.push(BandwidthSeries {
+                    kind: format!("{what} GPU {index} (NVML)"),
+                    points: s
+                        .points()
+                        .iter()
+                        .map(|&(t, v)| (secs(t), v as f64))
+                        .collect(),
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpu(process: Option<u64>) -> GpuOut {
+        GpuOut {
+            index: 0,
+            name: "GPU".into(),
+            uuid: "GPU-1".into(),
+            pcie_generation: 5,
+            pcie_width: 16,
+            numa_node: 0,
+            samples: 3,
+            total_bytes: 80 << 30,
+            peak_used_bytes: 2 << 30,
+            peak_process_bytes: process,
+            peak_process_time_s: process.map(|_| 1.0),
+        }
+    }
+
+    #[test]
+    fn memory_the_driver_counts_beyond_the_calls_seen_is_a_finding() {
+        let f = findings(&[gpu(Some(1536 << 20))], 1 << 30);
+        assert_eq!(f.len(), 1);
+        assert!(
+            f[0].text.starts_with("the driver counted up to 1.5 GiB of GPU memory for this process (NVML), against 1.0 GiB at most"),
+            "{}",
+            f[0].text
+        );
+        assert!(
+            findings(&[gpu(Some(1100 << 20))], 1 << 30).is_empty(),
+            "a context's worth is noise"
+        );
+        assert!(
+            findings(&[gpu(None)], 0).is_empty(),
+            "no per-process figure, no finding"
+        );
+    }
+}
