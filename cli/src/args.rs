@@ -141,6 +141,8 @@ pub enum CollapsedBy {
     Leaked,
     /// Bytes allocated over the run.
     Allocated,
+    /// Bytes live when the host heap peaked (host memory only).
+    Peak,
 }
 
 /// Which memory an export covers.

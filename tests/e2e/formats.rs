@@ -247,6 +247,10 @@ fn html_report_is_self_contained_and_renders_in_chromium() {
         dom.contains("Live heap at the peak") && dom.contains("Live heap at exit"),
         "flame graphs at the peak and at exit"
     );
+    assert!(
+        dom.contains("Counters") && dom.contains("NUMA: ") && dom.contains("page_faults_minor"),
+        "counters and NUMA sections"
+    );
     let shot = dir.path("report.png");
     run(&[
         "--window-size=1200,1600",
@@ -346,4 +350,33 @@ fn colour_only_when_asked_or_on_a_terminal() {
         .replace("\x1b[36m", "")
         .replace("\x1b[0m", "");
     assert_eq!(stripped, plain, "colour changes nothing else");
+}
+
+#[test]
+fn collapsed_stacks_at_the_heap_peak_differ_from_those_at_exit() {
+    let dir = TestDir::new("collapsed_peak");
+    let prog = dir.compile("peak.c");
+    memshim_run_ok(&dir, &prog, &[] as &[&str]);
+    let export = |by: &str| -> String {
+        let out = run_ok(
+            memshim_cmd()
+                .args(["export", "--collapsed", "--by", by])
+                .arg(dir.traces()),
+        );
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    let peak = export("peak");
+    assert!(peak.contains(";main;build_cache 1000000\n"), "{peak}");
+    assert!(!peak.contains("keep_small"), "{peak}");
+    let leaked = export("leaked");
+    assert!(leaked.contains(";main;keep_small 10000\n"), "{leaked}");
+    assert!(!leaked.contains("build_cache"), "{leaked}");
+    let json: Value =
+        serde_json::from_str(&report(&dir, &["--format", "json"], &dir.root)).expect("JSON");
+    let at_peak = json["processes"][0]["heap"]["peak_sites"]
+        .as_array()
+        .expect("peak sites");
+    assert!(at_peak
+        .iter()
+        .any(|s| s["bytes"] == 1000000 && crate::report::functions(s).contains(&"build_cache")));
 }

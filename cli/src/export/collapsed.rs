@@ -1,5 +1,6 @@
 //! Collapsed stacks (`root;...;leaf weight` per line), which flamegraph.pl, inferno and speedscope
-//! read, weighted by the bytes still live at the end or allocated over the run.
+//! read, weighted by the bytes still live at the end, live at the heap's peak, or allocated over the
+//! run.
 use std::io::{self, Write};
 
 use memshim_trace::{DeviceMemory, UNSAMPLED};
@@ -19,6 +20,7 @@ pub fn write(t: &Replayed, by: CollapsedBy, memory: Memory, out: &mut dyn Write)
     let mut add =
         |h: &HashMap<u32, SiteStats>| sites.extend(h.iter().map(|(k, v)| (*k, v.clone())));
     match memory {
+        Memory::Host if by == CollapsedBy::Peak => add(&t.heap.peak_sites()),
         Memory::Host => add(t.heap.sites()),
         Memory::Mmap => add(t.mmap.sites()),
         Memory::Device => {
@@ -45,6 +47,9 @@ pub fn write(t: &Replayed, by: CollapsedBy, memory: Memory, out: &mut dyn Write)
             CollapsedBy::Leaked if sampled => s.est_live_bytes.round().max(0.0) as u64,
             CollapsedBy::Leaked => s.live_bytes,
             CollapsedBy::Allocated => s.allocated_bytes,
+            // The live bytes of the peak's picture (what each site held at that moment).
+            CollapsedBy::Peak if memory == Memory::Host => s.live_bytes,
+            CollapsedBy::Peak => 0,
         };
         if weight == 0 {
             continue;
