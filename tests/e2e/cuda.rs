@@ -9,6 +9,24 @@ use serde_json::Value;
 use crate::report::*;
 use crate::util::*;
 
+/// The transfers summary as (direction, host memory, copies, bytes, async copies) rows.
+fn summary_rows(transfers: &Value) -> Vec<(String, String, u64, u64, u64)> {
+    transfers["summary"]
+        .as_array()
+        .expect("summary")
+        .iter()
+        .map(|r| {
+            (
+                r["direction"].as_str().expect("direction").to_string(),
+                r["host_memory"].as_str().expect("host_memory").to_string(),
+                r["count"].as_u64().expect("count"),
+                r["bytes"].as_u64().expect("bytes"),
+                r["async_count"].as_u64().expect("async_count"),
+            )
+        })
+        .collect()
+}
+
 /// Builds the stand-in driver and the programs into `<test dir>/cuda`.
 pub fn build(dir: &TestDir) -> PathBuf {
     let out = dir.path("cuda");
@@ -248,18 +266,9 @@ fn copies_by_direction_and_host_memory_exactly() {
     assert!(stdout.contains("done"), "{stdout}");
     let p = process_by_exe(&report, "copies");
     let tr = &p["transfers"];
-    let rows: Vec<(String, String, u64, u64)> = tr["summary"]
-        .as_array()
-        .expect("summary")
-        .iter()
-        .map(|r| {
-            (
-                r["direction"].as_str().expect("direction").to_string(),
-                r["host_memory"].as_str().expect("host_memory").to_string(),
-                r["count"].as_u64().expect("count"),
-                r["bytes"].as_u64().expect("bytes"),
-            )
-        })
+    let rows: Vec<(String, String, u64, u64)> = summary_rows(tr)
+        .into_iter()
+        .map(|(d, h, c, b, _)| (d, h, c, b))
         .collect();
     let row = |d: &str, h: &str, c: u64, b: u64| (d.to_string(), h.to_string(), c, b);
     assert_eq!(
@@ -528,20 +537,7 @@ fn two_and_three_dimensional_peer_copies_and_memsets_exactly() {
     let (stdout, report) = traced_cuda(&dir, "copies_shaped", &[]);
     assert!(stdout.contains("done"), "{stdout}");
     let p = process_by_exe(&report, "copies_shaped");
-    let rows: Vec<(String, String, u64, u64, u64)> = p["transfers"]["summary"]
-        .as_array()
-        .expect("summary")
-        .iter()
-        .map(|r| {
-            (
-                r["direction"].as_str().expect("direction").to_string(),
-                r["host_memory"].as_str().expect("host_memory").to_string(),
-                r["count"].as_u64().expect("count"),
-                r["bytes"].as_u64().expect("bytes"),
-                r["async_count"].as_u64().expect("async_count"),
-            )
-        })
-        .collect();
+    let rows = summary_rows(&p["transfers"]);
     let row = |d: &str, h: &str, c, b, a| (d.to_string(), h.to_string(), c, b, a);
     assert_eq!(
         rows,

@@ -4,7 +4,7 @@
 //! whole within `BUDGET` (fewer sites, then a cut at a process boundary, when it would be longer).
 use std::io::{self, Write};
 
-use super::{human_bytes, is_allocator, python_line, site_view, Render};
+use super::{human_bytes, is_allocator, python_line, rank_cells, site_view, Render, RANK_COLUMNS};
 use crate::report::model::{FrameOut, LeakClass, Process, Report, Site};
 
 /// The Markdown renderer.
@@ -90,23 +90,11 @@ impl Markdown {
         }
         if let Some(r) = &report.ranks {
             writeln!(out, "\n**Ranks**\n")?;
-            writeln!(out, "| host | rank | pid | peak device | leaked device | leaked host | growing sites | HtoD | DtoH | DtoD |")?;
-            writeln!(out, "|---|---|---|---|---|---|---|---|---|---|")?;
+            writeln!(out, "| {} |", RANK_COLUMNS.join(" | "))?;
+            writeln!(out, "|{}", "---|".repeat(RANK_COLUMNS.len()))?;
             for row in &r.rows {
-                writeln!(
-                    out,
-                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                    escape(&row.host),
-                    row.rank,
-                    row.pid,
-                    human_bytes(row.peak_device_bytes),
-                    human_bytes(row.leaked_device_bytes),
-                    human_bytes(row.leaked_host_bytes),
-                    row.growing_sites,
-                    human_bytes(row.htod_bytes),
-                    human_bytes(row.dtoh_bytes),
-                    human_bytes(row.dtod_bytes)
-                )?;
+                let cells = rank_cells(row).map(|c| escape(&c));
+                writeln!(out, "| {} |", cells.join(" | "))?;
             }
             for f in &r.findings {
                 writeln!(out, "\n- {}", f.text)?;

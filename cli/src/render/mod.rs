@@ -27,6 +27,36 @@ pub fn python_line(p: &crate::report::model::Process) -> Option<String> {
     })
 }
 
+/// The ranks table's column headings and one row's cells, shared by the text and Markdown reports.
+pub const RANK_COLUMNS: [&str; 10] = [
+    "host",
+    "rank",
+    "pid",
+    "peak device",
+    "leaked device",
+    "leaked host",
+    "growing sites",
+    "HtoD",
+    "DtoH",
+    "DtoD",
+];
+
+/// One rank's cells, in [`RANK_COLUMNS`] order.
+pub fn rank_cells(row: &crate::report::model::RankRow) -> [String; 10] {
+    [
+        row.host.clone(),
+        row.rank.to_string(),
+        row.pid.to_string(),
+        human_bytes(row.peak_device_bytes),
+        human_bytes(row.leaked_device_bytes),
+        human_bytes(row.leaked_host_bytes),
+        row.growing_sites.to_string(),
+        human_bytes(row.htod_bytes),
+        human_bytes(row.dtoh_bytes),
+        human_bytes(row.dtod_bytes),
+    ]
+}
+
 /// How a site's stack is shown: for a stack with Python frames, those frames (the lines a user acts
 /// on, innermost first), then the native frames above the innermost of them (what that line called
 /// into, innermost first); for a native stack, its frames and nothing else.

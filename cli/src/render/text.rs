@@ -1,7 +1,7 @@
 //! Text for a terminal: a summary per process, then the top leak sites with their stacks.
 use std::io::{self, Write};
 
-use super::{human_bytes, one_line, python_line, site_view, Render};
+use super::{human_bytes, one_line, python_line, rank_cells, site_view, Render, RANK_COLUMNS};
 use crate::report::model::{FrameOut, LeakClass, Process, RanksSection, Report, Site};
 use crate::report::owner::first_program_function;
 
@@ -63,35 +63,17 @@ fn overview(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 /// The ranks of a distributed job side by side.
 fn ranks(r: &RanksSection, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "\nranks:")?;
-    writeln!(
-        out,
-        "  {:<16} {:>5} {:>8} {:>12} {:>12} {:>12} {:>8} {:>10} {:>10} {:>10}",
-        "host",
-        "rank",
-        "pid",
-        "peak device",
-        "leak device",
-        "leak host",
-        "growing",
-        "HtoD",
-        "DtoH",
-        "DtoD"
-    )?;
+    let line = |cells: &[String]| {
+        let mut l = format!("  {:<16}", cells[0].chars().take(16).collect::<String>());
+        for c in &cells[1..] {
+            l.push_str(&format!(" {c:>13}"));
+        }
+        l
+    };
+    let head: Vec<String> = RANK_COLUMNS.iter().map(|c| c.to_string()).collect();
+    writeln!(out, "{}", line(&head))?;
     for row in &r.rows {
-        writeln!(
-            out,
-            "  {:<16} {:>5} {:>8} {:>12} {:>12} {:>12} {:>8} {:>10} {:>10} {:>10}",
-            row.host.chars().take(16).collect::<String>(),
-            row.rank,
-            row.pid,
-            human_bytes(row.peak_device_bytes),
-            human_bytes(row.leaked_device_bytes),
-            human_bytes(row.leaked_host_bytes),
-            row.growing_sites,
-            human_bytes(row.htod_bytes),
-            human_bytes(row.dtoh_bytes),
-            human_bytes(row.dtod_bytes)
-        )?;
+        writeln!(out, "{}", line(&rank_cells(row)))?;
     }
     for f in &r.findings {
         writeln!(out, "  finding: {}", f.text)?;
