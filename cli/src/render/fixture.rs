@@ -144,6 +144,32 @@ pub fn report() -> Report {
             ],
         ),
     ]);
+    main.fragmentation = FragmentationSection {
+        samples: 22,
+        peak_free_held_bytes: 3 << 20,
+        peak_free_held_time_s: 1.75,
+        peak_free_held_ratio: 0.25,
+        peak_arena_bytes: 12 << 20,
+        peak_rss_bytes: 900 << 20,
+        findings: Vec::new(),
+    };
+    main.counters.values = vec![
+        CounterOut {
+            name: "page_faults_minor".into(),
+            value: Some(4321),
+            error: None,
+        },
+        CounterOut {
+            name: "cache_misses".into(),
+            value: None,
+            error: Some("this machine does not expose the counter".into()),
+        },
+    ];
+    main.numa.nodes = vec![NumaNodeOut {
+        id: 0,
+        cpus: vec![0, 1],
+        distances: vec![10],
+    }];
     main.python = Some(PythonOut {
         version: "3.12.3".into(),
         frames: true,

@@ -66,6 +66,49 @@ impl Render for Markdown {
 }
 
 impl Markdown {
+    /// Heap fragmentation, counters and NUMA, a line each.
+    fn system(&self, p: &Process, out: &mut dyn Write) -> io::Result<()> {
+        let fr = &p.fragmentation;
+        let measured: Vec<String> = p
+            .counters
+            .values
+            .iter()
+            .filter_map(|c| c.value.map(|v| format!("{} {v}", c.name)))
+            .collect();
+        if fr.samples == 0 && measured.is_empty() && p.numa.nodes.is_empty() {
+            return Ok(());
+        }
+        writeln!(
+            out,
+            "### System
+"
+        )?;
+        if fr.samples > 0 {
+            writeln!(
+                out,
+                "- heap fragmentation: the allocator held up to {} free ({:.1}% of its arena) at {:.3} s; resident peak {}",
+                human_bytes(fr.peak_free_held_bytes),
+                fr.peak_free_held_ratio * 100.0,
+                fr.peak_free_held_time_s,
+                human_bytes(fr.peak_rss_bytes)
+            )?;
+        }
+        if !measured.is_empty() {
+            writeln!(out, "- counters: {}", measured.join(", "))?;
+        }
+        if !p.numa.nodes.is_empty() {
+            let remote = p.numa.placements.iter().filter(|x| x.remote).count();
+            writeln!(
+                out,
+                "- NUMA: {} node(s); {} large blocks sampled, {remote} remote; {} placement and affinity calls",
+                p.numa.nodes.len(),
+                p.numa.placements.len(),
+                p.numa.calls.len()
+            )?;
+        }
+        writeln!(out)
+    }
+
     fn render_all(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "# memshim report\n")?;
         writeln!(
@@ -139,6 +182,11 @@ impl Markdown {
             .iter()
             .chain(&p.transfers.findings)
             .chain(&p.growth.findings)
+            .chain(&p.fragmentation.findings)
+            .chain(&p.counters.findings)
+            .chain(&p.numa.findings)
+            // What the machine could not measure, or a one-node machine, is context, not a finding.
+            .filter(|f| !matches!(f.kind, "counters_unavailable" | "one_node" | "numa_nodes"))
             .map(|f| f.text.as_str())
             .collect();
         if !findings.is_empty() {
@@ -231,6 +279,7 @@ impl Markdown {
             }
             writeln!(out)?;
         }
+        self.system(p, out)?;
         if !p.notes.is_empty() {
             writeln!(out, "<details><summary>Notes</summary>\n")?;
             for n in &p.notes {
