@@ -18,6 +18,8 @@ pub struct Track {
     /// PCIe throughput out of and into the GPU, bytes per second.
     pub pcie_tx: Series,
     pub pcie_rx: Series,
+    /// Memory the driver counted for this process over time, when it said.
+    pub process: Series,
 }
 
 /// The GPUs NVML described and what it read.
@@ -41,6 +43,7 @@ impl Gpus {
                 if k.peak_process.is_none_or(|(_, p)| b > p) {
                     k.peak_process = Some((t, b));
                 }
+                k.process.push(t, b);
             }
             if let Some(v) = s.pcie_tx_bytes_per_s {
                 k.pcie_tx.push(t, v);
@@ -79,5 +82,6 @@ mod tests {
         assert_eq!(k.peak_process, Some((30, 80)));
         assert_eq!(k.pcie_tx.points(), &[(10, 7), (20, 9), (30, 8)]);
         assert!(k.pcie_rx.points().is_empty());
+        assert_eq!(k.process.points(), &[(10, 50), (30, 80)]);
     }
 }

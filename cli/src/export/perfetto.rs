@@ -1,5 +1,6 @@
 //! A timeline in the Chrome trace-event JSON format, which the Perfetto UI (ui.perfetto.dev) and
-//! chrome://tracing open: per process, counters of live host heap and device memory over time, and
+//! chrome://tracing open: per process, counters of live host heap and device memory over time (and,
+//! per GPU, NVML's count of the process's memory and PCIe throughput), and
 //! every copy (the first `TIMELINE_COPIES`) as a slice on its thread's track, named by direction and
 //! host memory, with its bytes.
 use std::io::{self, Write};
@@ -35,6 +36,22 @@ pub fn write(traces: &[Replayed], out: &mut dyn Write) -> io::Result<()> {
         }
         for &(ts, bytes) in t.device.series.points() {
             events.push(json!({"name": "device memory", "ph": "C", "ts": us(ts), "pid": pid, "args": {"live bytes": bytes}}));
+        }
+        for (index, k) in &t.gpus.tracks {
+            let tracks = [
+                (
+                    format!("GPU {index} memory of this process (NVML)"),
+                    "bytes",
+                    &k.process,
+                ),
+                (format!("GPU {index} PCIe TX (NVML)"), "bytes/s", &k.pcie_tx),
+                (format!("GPU {index} PCIe RX (NVML)"), "bytes/s", &k.pcie_rx),
+            ];
+            for (name, unit, series) in tracks {
+                for &(ts, v) in series.points() {
+                    events.push(json!({"name": name, "ph": "C", "ts": us(ts), "pid": pid, "args": {unit: v}}));
+                }
+            }
         }
         for &(ts, dur, tid, dir, host, size) in &t.transfers.timeline {
             events.push(json!({
