@@ -345,3 +345,42 @@ fn a_forked_process_running_the_dataloader_worker_loop_is_a_dataloader_worker() 
         .collect();
     assert_eq!(roles, vec![(false, "main"), (true, "DataLoader worker")]);
 }
+
+#[test]
+fn many_threads_generators_and_daemon_threads_at_shutdown_never_crash() {
+    let fakes = Path::new(env!("CARGO_MANIFEST_DIR")).join("e2e/python_fakes");
+    for python in interpreters() {
+        let name = python.file_name().unwrap().to_string_lossy().into_owned();
+        let dir = TestDir::new(&format!("python_stress_{name}"));
+        for round in 0..2 {
+            let traces = dir.root.join(format!("traces{round}"));
+            let mut cmd = memshim_cmd();
+            cmd.args(["run", "--quiet", "-o"])
+                .arg(&traces)
+                .arg("--")
+                .arg(&python)
+                .arg(fakes.join("stress_threads.py"))
+                .arg("300")
+                .env("PYTHONDONTWRITEBYTECODE", "1")
+                .current_dir(&dir.root);
+            let out = run_ok(&mut cmd);
+            assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok", "{name}");
+            let report = report_json(&traces);
+            let p = process_by_exe(&report, &name);
+            assert_eq!(p["end"], "exit", "{name}: {}", p["notes"]);
+            assert_eq!(p["python"]["frames"], true, "{name}");
+            // Allocations of every thread carry their Python frames: the recursion under `worker`.
+            let collapsed = run_ok(
+                memshim_cmd()
+                    .args(["export", "--collapsed", "--by", "allocated"])
+                    .arg(&traces),
+            );
+            let collapsed = String::from_utf8_lossy(&collapsed.stdout);
+            assert!(
+                collapsed.contains(";worker;deep;deep;"),
+                "{name}: {}",
+                &collapsed[..collapsed.len().min(2000)]
+            );
+        }
+    }
+}
