@@ -1,4 +1,5 @@
-//! Per-thread state of the shim: the reentrancy guard and the cached thread id.
+//! Per-thread state of the shim: the reentrancy guard, the cached thread id, and where the thread's
+//! stack ends (so the unwinder is never run with too little stack left).
 //!
 //! # Safety
 //! Both live in `pthread_getspecific` slots, not in Rust thread-locals. A thread-local of a preloaded
@@ -15,6 +16,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 const NO_KEY: u32 = u32::MAX;
 static IN_SHIM: AtomicU32 = AtomicU32::new(NO_KEY);
 static TID: AtomicU32 = AtomicU32::new(NO_KEY);
+static STACK_LOW: AtomicU32 = AtomicU32::new(NO_KEY);
+/// `STACK_LOW`'s value for a thread whose stack bounds cannot be read.
+const UNKNOWN_STACK: usize = 1;
 /// Marks "inside the shim" (any non-null value would do).
 const INSIDE: usize = 1;
 
@@ -22,13 +26,17 @@ const INSIDE: usize = 1;
 pub fn init() -> bool {
     let mut a: libc::pthread_key_t = 0;
     let mut b: libc::pthread_key_t = 0;
+    let mut c: libc::pthread_key_t = 0;
     // SAFETY: valid out-pointers; no destructors.
     let ok = unsafe {
-        libc::pthread_key_create(&mut a, None) == 0 && libc::pthread_key_create(&mut b, None) == 0
+        libc::pthread_key_create(&mut a, None) == 0
+            && libc::pthread_key_create(&mut b, None) == 0
+            && libc::pthread_key_create(&mut c, None) == 0
     };
     if ok {
         IN_SHIM.store(a, Ordering::Release);
         TID.store(b, Ordering::Release);
+        STACK_LOW.store(c, Ordering::Release);
     }
     ok
 }
@@ -94,6 +102,40 @@ pub fn tid() -> u32 {
         set(key, t as usize);
     }
     t
+}
+
+/// Bytes of stack left below the caller, `None` when the thread's stack bounds cannot be read. The
+/// bounds are read once per thread (`pthread_getattr_np` may allocate: call it inside the guard).
+#[inline]
+pub fn stack_room() -> Option<usize> {
+    let key = STACK_LOW.load(Ordering::Acquire);
+    if key == NO_KEY {
+        return None;
+    }
+    let mut low = get(key);
+    if low == 0 {
+        low = stack_low().unwrap_or(UNKNOWN_STACK);
+        set(key, low);
+    }
+    let here = &low as *const usize as usize;
+    (low != UNKNOWN_STACK).then(|| here.saturating_sub(low))
+}
+
+/// The lowest address of the calling thread's stack.
+fn stack_low() -> Option<usize> {
+    // SAFETY: `attr` is initialised by pthread_getattr_np before it is read and destroyed after;
+    // the out-pointers are valid.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return None;
+        }
+        let mut addr: *mut libc::c_void = std::ptr::null_mut();
+        let mut size: libc::size_t = 0;
+        let ok = libc::pthread_attr_getstack(&attr, &mut addr, &mut size) == 0;
+        libc::pthread_attr_destroy(&mut attr);
+        (ok && !addr.is_null()).then_some(addr as usize)
+    }
 }
 
 /// Forgets the cached thread id (after fork the surviving thread has a new one).

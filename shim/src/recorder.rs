@@ -46,6 +46,24 @@ pub fn call_stack_hash() -> u64 {
 
 #[inline(always)]
 fn stack_hash_with(lend_python: bool) -> u64 {
+    // A thread close to the end of a small stack gets an empty stack rather than an overflow: the
+    // capture below reserves several KiB of its own before any unwinder runs.
+    if crate::guard::stack_room().is_some_and(|r| r < stacks::MIN_ROOM_ANY) {
+        let hash = stacks::hash(&[]);
+        if session::first_sighting(hash) {
+            session::send(Msg::Stack {
+                hash,
+                frames: Box::new([]),
+            });
+        }
+        return hash;
+    }
+    captured_hash(lend_python)
+}
+
+/// Captures and hashes the stack, out of line so that its buffers take stack only when used.
+#[inline(never)]
+fn captured_hash(lend_python: bool) -> u64 {
     let depth = session::config().map_or(64, |c| c.stack_depth);
     let captured = stacks::capture(depth, lend_python);
     let frames = captured.frames();

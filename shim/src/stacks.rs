@@ -31,6 +31,11 @@ pub fn new_epoch() {
     EPOCH.fetch_add(1, Ordering::Relaxed);
 }
 
+/// Stack left below the capture that libunwind (and reading Python frames) needs, and that any
+/// unwinder needs; with less, the call is recorded without its stack.
+const MIN_ROOM_FAST: usize = 32 << 10;
+pub const MIN_ROOM_ANY: usize = 16 << 10;
+
 /// A captured stack: return addresses, innermost first.
 pub struct Captured {
     frames: [u64; MAX_STACK_DEPTH + crate::python::MAX_PY_FRAMES],
@@ -56,9 +61,24 @@ pub fn capture(depth: usize, lend_python: bool) -> Captured {
     let lo = SELF_LO.load(Ordering::Relaxed);
     let hi = SELF_HI.load(Ordering::Relaxed);
     let mut skipping = true;
+    // A thread with a tiny stack (16 KiB threads exist) would overflow inside the unwinder: libunwind
+    // needs the most, libgcc's less; with too little room the stack is simply not taken.
+    let room = crate::guard::stack_room();
+    if room.is_some_and(|r| r < MIN_ROOM_ANY) {
+        return out;
+    }
+    let fast_ok = room.is_none_or(|r| r >= MIN_ROOM_FAST);
+    // Python frames are read on the same budget as libunwind (their buffers take about 4 KiB).
+    let lend_python = lend_python && fast_ok;
+    let python = fast_ok;
     // The shim's own frames come first; allow for them on top of the depth asked for.
     let mut fast = [std::ptr::null_mut(); MAX_STACK_DEPTH + 16];
-    if let Some(n) = crate::unwind::backtrace(&mut fast[..depth + 16]) {
+    let fast_result = if fast_ok {
+        crate::unwind::backtrace(&mut fast[..depth + 16])
+    } else {
+        None
+    };
+    if let Some(n) = fast_result {
         for &ip in &fast[..n] {
             let ip = ip as usize;
             if ip == 0 || out.len >= depth {
@@ -71,7 +91,9 @@ pub fn capture(depth: usize, lend_python: bool) -> Captured {
             out.frames[out.len] = ip as u64;
             out.len += 1;
         }
-        out.len = crate::python::merge(&mut out.frames, out.len, lend_python);
+        if python {
+            out.len = crate::python::merge(&mut out.frames, out.len, lend_python);
+        }
         return out;
     }
     let mut take = |ip: usize| -> bool {
@@ -92,7 +114,9 @@ pub fn capture(depth: usize, lend_python: bool) -> Captured {
     unsafe {
         backtrace::trace_unsynchronized(|frame| take(frame.ip() as usize));
     }
-    out.len = crate::python::merge(&mut out.frames, out.len, lend_python);
+    if python {
+        out.len = crate::python::merge(&mut out.frames, out.len, lend_python);
+    }
     out
 }
 

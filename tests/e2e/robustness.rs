@@ -220,3 +220,36 @@ fn a_full_disk_stops_tracing_but_not_the_program() {
         .len();
     assert!(size <= 8 << 10, "{size}");
 }
+
+#[test]
+fn threads_with_the_smallest_stacks_run_as_they_do_bare() {
+    let dir = TestDir::new("small_stacks");
+    let prog = dir.compile_with(
+        "small_stacks.c",
+        "small_stacks",
+        &["-g", "-O1", "-lpthread"],
+    );
+    for unwind in ["libunwind", "gcc"] {
+        let _ = std::fs::remove_dir_all(dir.traces());
+        let mut cmd = memshim_cmd();
+        cmd.args(["run", "--quiet", "-o"])
+            .arg(dir.traces())
+            .arg("--")
+            .arg(&prog)
+            .env("MEMSHIM_UNWIND", unwind)
+            .current_dir(&dir.root);
+        let out = run_ok(&mut cmd);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(stdout.matches(" ok\n").count(), 3, "{unwind}: {stdout}");
+        let report = report_json(&dir.traces());
+        let p = process_by_exe(&report, "small_stacks");
+        assert!(
+            p["heap"]["allocations"].as_u64().unwrap() >= 3000,
+            "{unwind}"
+        );
+        assert!(
+            user_sites(p, "host", &["deep"]).is_empty(),
+            "{unwind}: deep() frees all it allocates"
+        );
+    }
+}

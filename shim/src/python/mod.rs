@@ -117,6 +117,13 @@ pub fn merge(frames: &mut [u64], len: usize, lend: bool) -> usize {
     if state != ON && !(state == UNVERIFIED && verify()) {
         return len;
     }
+    merge_python(frames, len, lend)
+}
+
+/// The work of [`merge`], out of line so that a program without Python never reserves its buffers
+/// (about 4 KiB) on the stack of the thread that allocates.
+#[inline(never)]
+fn merge_python(frames: &mut [u64], len: usize, lend: bool) -> usize {
     let Some(rt) = RUNTIME.get() else { return len };
     let tstate = rt.thread_state();
     let mut py = [0u64; MAX_PY_FRAMES];
