@@ -1,9 +1,9 @@
 //! NVML readings of the GPUs while a CUDA program runs: each GPU once (name, UUID, PCIe link, NUMA
 //! node), then every few ticks of the sampler its memory in use (by the whole device and by this
-//! process, as the driver counts it) and its PCIe throughput.
+//! process, as the driver counts it), its PCIe throughput and its GPU and memory utilisation.
 //!
 //! NVML is `dlopen`ed from the sampler thread only once the process has made a CUDA call, so a program
-//! without CUDA never loads it; a machine without it records nothing. Seven functions are resolved by
+//! without CUDA never loads it; a machine without it records nothing. A dozen functions are resolved by
 //! hand rather than through a wrapper crate: the shim runs in every traced process and stays small.
 //! Never: called from a traced thread, or retried after NVML failed to start.
 #![allow(unsafe_code)]
@@ -20,6 +20,13 @@ struct Memory {
     total: c_ulonglong,
     free: c_ulonglong,
     used: c_ulonglong,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct Utilization {
+    gpu: c_uint,
+    memory: c_uint,
 }
 
 #[repr(C)]
@@ -59,6 +66,7 @@ struct Api {
     link_gen: Option<unsafe extern "C" fn(Device, *mut c_uint) -> c_int>,
     link_width: Option<unsafe extern "C" fn(Device, *mut c_uint) -> c_int>,
     pci: Option<unsafe extern "C" fn(Device, *mut PciInfo) -> c_int>,
+    utilization: Option<unsafe extern "C" fn(Device, *mut Utilization) -> c_int>,
 }
 
 /// A started NVML and the GPUs it sees.
@@ -119,6 +127,7 @@ impl Nvml {
                 link_gen: func(lib, c"nvmlDeviceGetCurrPcieLinkGeneration"),
                 link_width: func(lib, c"nvmlDeviceGetCurrPcieLinkWidth"),
                 pci: func(lib, c"nvmlDeviceGetPciInfo_v3"),
+                utilization: func(lib, c"nvmlDeviceGetUtilizationRates"),
             }
         };
         let mut n: c_uint = 0;
@@ -206,8 +215,17 @@ impl Nvml {
                     // SAFETY: `kb` is writable; counter 0 is TX, 1 is RX.
                     (unsafe { f(d, counter, &mut kb) } == 0).then_some(u64::from(kb) * 1024)
                 };
+                let mut u = Utilization::default();
+                let util = self
+                    .api
+                    .utilization
+                    // SAFETY: `u` is writable and of NVML's layout.
+                    .filter(|f| unsafe { f(d, &mut u) } == 0)
+                    .map(|_| (u.gpu, u.memory));
                 GpuSample {
                     index: i as u32,
+                    gpu_util: util.map(|u| u.0),
+                    memory_util: util.map(|u| u.1),
                     used_bytes: if ok { m.used } else { 0 },
                     total_bytes: if ok { m.total } else { 0 },
                     process_bytes: self.process_bytes(d),

@@ -117,6 +117,10 @@ pub struct GpuSample {
     pub pcie_tx_bytes_per_s: Option<u64>,
     /// PCIe throughput into the GPU, bytes per second.
     pub pcie_rx_bytes_per_s: Option<u64>,
+    /// Percent of the last sample period in which a kernel ran (NVML's GPU utilisation).
+    pub gpu_util: Option<u32>,
+    /// Percent of the last sample period in which device memory was read or written.
+    pub memory_util: Option<u32>,
 }
 
 /// Which rank of a distributed job a process is, as its launcher told it.

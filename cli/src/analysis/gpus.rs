@@ -20,6 +20,13 @@ pub struct Track {
     pub pcie_rx: Series,
     /// Memory the driver counted for this process over time, when it said.
     pub process: Series,
+    /// Readings with utilisation, and the sums of GPU and memory utilisation (percent) over them.
+    pub util_samples: u64,
+    pub gpu_util_sum: u64,
+    pub memory_util_sum: u64,
+    /// The sums over readings in which a kernel ran at all (GPU utilisation above 0).
+    pub busy_samples: u64,
+    pub busy_memory_util_sum: u64,
 }
 
 /// The GPUs NVML described and what it read.
@@ -45,6 +52,15 @@ impl Gpus {
                 }
                 k.process.push(t, b);
             }
+            if let (Some(g), Some(m)) = (s.gpu_util, s.memory_util) {
+                k.util_samples += 1;
+                k.gpu_util_sum += u64::from(g);
+                k.memory_util_sum += u64::from(m);
+                if g > 0 {
+                    k.busy_samples += 1;
+                    k.busy_memory_util_sum += u64::from(m);
+                }
+            }
             if let Some(v) = s.pcie_tx_bytes_per_s {
                 k.pcie_tx.push(t, v);
             }
@@ -67,6 +83,8 @@ mod tests {
             process_bytes: process,
             pcie_tx_bytes_per_s: Some(tx),
             pcie_rx_bytes_per_s: None,
+            gpu_util: Some(tx as u32 * 10),
+            memory_util: Some(50),
         }
     }
 
@@ -83,5 +101,10 @@ mod tests {
         assert_eq!(k.pcie_tx.points(), &[(10, 7), (20, 9), (30, 8)]);
         assert!(k.pcie_rx.points().is_empty());
         assert_eq!(k.process.points(), &[(10, 50), (30, 80)]);
+        assert_eq!(
+            (k.util_samples, k.gpu_util_sum, k.memory_util_sum),
+            (3, 240, 150)
+        );
+        assert_eq!((k.busy_samples, k.busy_memory_util_sum), (3, 150));
     }
 }

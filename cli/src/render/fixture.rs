@@ -195,6 +195,9 @@ pub fn report() -> Report {
             peak_used_bytes: 700 << 20,
             peak_process_bytes: Some(600 << 20),
             peak_process_time_s: Some(1.6),
+            mean_gpu_util: Some(41.5),
+            mean_memory_util: Some(12.0),
+            busy_memory_util: Some(20.0),
         }],
         failures: vec![FailureOut {
             api: "cuMemAlloc".into(),

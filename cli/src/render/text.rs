@@ -467,8 +467,14 @@ pub fn gpu_line(g: &crate::report::model::GpuOut) -> String {
     } else {
         String::new()
     };
+    let util = match (g.mean_gpu_util, g.mean_memory_util) {
+        (Some(gpu), Some(mem)) => {
+            format!("; kernels ran {gpu:.0}% of the time, memory busy {mem:.0}%")
+        }
+        _ => String::new(),
+    };
     format!(
-        "NVML GPU {} {} ({}): PCIe gen{} x{}{node}; {process}all processes used up to {} of {}",
+        "NVML GPU {} {} ({}): PCIe gen{} x{}{node}; {process}all processes used up to {} of {}{util}",
         g.index,
         g.name,
         g.uuid,

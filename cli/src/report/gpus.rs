@@ -28,19 +28,34 @@ pub fn rows(t: &Replayed) -> Vec<GpuOut> {
                 peak_used_bytes: k.map_or(0, |k| k.peak_used.1),
                 peak_process_bytes: k.and_then(|k| k.peak_process).map(|p| p.1),
                 peak_process_time_s: k.and_then(|k| k.peak_process).map(|p| secs(p.0)),
+                mean_gpu_util: k
+                    .filter(|k| k.util_samples > 0)
+                    .map(|k| k.gpu_util_sum as f64 / k.util_samples as f64),
+                mean_memory_util: k
+                    .filter(|k| k.util_samples > 0)
+                    .map(|k| k.memory_util_sum as f64 / k.util_samples as f64),
+                busy_memory_util: k
+                    .filter(|k| k.busy_samples > 0)
+                    .map(|k| k.busy_memory_util_sum as f64 / k.busy_samples as f64),
             }
         })
         .collect()
 }
 
-/// What NVML says that the shim's accounting does not: memory the driver counted for the process
-/// beyond the most it had allocated through the calls the shim sees.
+/// Utilisation readings needed before a GPU is called idle, busy or full.
+const MIN_UTIL_SAMPLES: u64 = 10;
+
+/// What NVML says that the shim's accounting does not (memory the driver counted for the process
+/// beyond the most it allocated through the calls the shim sees), and what bounds the job, as the
+/// seed's checklist asks: a GPU idle most of the time (input-bound), memory busy whenever kernels run
+/// (bandwidth-bound), memory nearly full (capacity-bound).
 pub fn findings(gpus: &[GpuOut], accounted_peak: u64) -> Vec<Finding> {
+    let mut out: Vec<Finding> = gpus.iter().filter_map(bound).collect();
     let counted: u64 = gpus.iter().filter_map(|g| g.peak_process_bytes).sum();
     if counted < accounted_peak + UNACCOUNTED_MIN {
-        return Vec::new();
+        return out;
     }
-    vec![Finding {
+    out.push(Finding {
         kind: "unaccounted_device_memory",
         text: format!(
             "the driver counted up to {} of GPU memory for this process (NVML), against {} at most through the allocation calls memshim sees: {} went elsewhere (the CUDA context and loaded kernels, library workspaces such as cuBLAS and cuDNN, allocations made before memshim was loaded); it counts against the GPU's capacity all the same",
@@ -48,7 +63,45 @@ pub fn findings(gpus: &[GpuOut], accounted_peak: u64) -> Vec<Finding> {
             human_bytes(accounted_peak),
             human_bytes(counted - accounted_peak)
         ),
-    }]
+    });
+    out
+}
+
+/// The one statement about what bounds a GPU, from its utilisation readings, if any applies.
+fn bound(g: &GpuOut) -> Option<Finding> {
+    if g.samples < MIN_UTIL_SAMPLES {
+        return None;
+    }
+    let full = g.total_bytes > 0 && g.peak_used_bytes * 100 >= g.total_bytes * 95;
+    if full {
+        return Some(Finding {
+            kind: "capacity_bound",
+            text: format!(
+                "GPU {} ran with up to {} of its {} in use (NVML): at capacity, a larger batch or model will not fit; look at the largest device sites and the out-of-memory retries above",
+                g.index,
+                human_bytes(g.peak_used_bytes),
+                human_bytes(g.total_bytes)
+            ),
+        });
+    }
+    let gpu = g.mean_gpu_util?;
+    if gpu < 30.0 {
+        return Some(Finding {
+            kind: "gpu_idle",
+            text: format!(
+                "GPU {} ran kernels only {gpu:.0}% of the time (NVML): the job waits on something else, most often data loading, host-side work or copies from pageable memory (see the transfers above)",
+                g.index
+            ),
+        });
+    }
+    let memory = g.busy_memory_util?;
+    (memory >= 80.0).then(|| Finding {
+        kind: "bandwidth_bound",
+        text: format!(
+            "GPU {}'s memory was busy {memory:.0}% of the time while kernels ran (NVML): the kernels are likely memory-bandwidth bound; fuse operations, use lower precision or larger tiles (NVML cannot see SM activity: confirm with Nsight Compute)",
+            g.index
+        ),
+    })
 }
 
 /// PCIe throughput per GPU over time, for the bandwidth timeline.
@@ -89,7 +142,35 @@ mod tests {
             peak_used_bytes: 2 << 30,
             peak_process_bytes: process,
             peak_process_time_s: process.map(|_| 1.0),
+            mean_gpu_util: None,
+            mean_memory_util: None,
+            busy_memory_util: None,
         }
+    }
+
+    #[test]
+    fn idle_bandwidth_bound_and_full_gpus_are_told_apart() {
+        let with = |kernels: f64, memory: f64, used: u64| GpuOut {
+            mean_gpu_util: Some(kernels),
+            mean_memory_util: Some(memory),
+            busy_memory_util: Some(memory),
+            peak_used_bytes: used,
+            samples: 20,
+            ..gpu(None)
+        };
+        let kinds = |g: GpuOut| findings(&[g], 0).iter().map(|f| f.kind).collect::<Vec<_>>();
+        assert_eq!(kinds(with(12.0, 5.0, 1 << 30)), vec!["gpu_idle"]);
+        assert_eq!(kinds(with(90.0, 93.0, 1 << 30)), vec!["bandwidth_bound"]);
+        assert_eq!(kinds(with(90.0, 93.0, 79 << 30)), vec!["capacity_bound"]);
+        assert!(
+            kinds(with(90.0, 40.0, 1 << 30)).is_empty(),
+            "busy, not bound by memory"
+        );
+        let few = GpuOut {
+            samples: 3,
+            ..with(12.0, 5.0, 1 << 30)
+        };
+        assert!(kinds(few).is_empty(), "too few readings to say");
     }
 
     #[test]

@@ -384,6 +384,12 @@ pub struct GpuOut {
     /// container without the host's process ids, say).
     pub peak_process_bytes: Option<u64>,
     pub peak_process_time_s: Option<f64>,
+    /// Mean GPU utilisation (percent of time a kernel ran) and mean memory utilisation (percent of
+    /// time device memory was read or written) over the readings; null without them.
+    pub mean_gpu_util: Option<f64>,
+    pub mean_memory_util: Option<f64>,
+    /// Mean memory utilisation over the readings in which a kernel ran.
+    pub busy_memory_util: Option<f64>,
 }
 
 /// One kind of CUDA memory.
