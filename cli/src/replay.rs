@@ -74,8 +74,9 @@ pub struct Replayed {
     pub complete_bytes: u64,
     /// The CPU each large block was allocated on, until its placement is known.
     pub alloc_cpu: HashMap<u64, u32>,
-    /// Sampled placements of large blocks, with the allocating CPU and the block's stack.
-    pub placements: Vec<(Placement, Option<u32>, Option<u32>)>,
+    /// Sampled placements of large blocks, with the allocating CPU, the block's stack and its memory
+    /// (heap, or pinned or registered host memory).
+    pub placements: Vec<(Placement, Option<u32>, Option<u32>, HostBlock)>,
     /// The Python interpreter the process ran, if any.
     pub python: Option<PythonRuntime>,
     /// The process's rank in a distributed job, if it was one.
@@ -91,6 +92,14 @@ pub struct Replayed {
     py_strings: HashMap<u32, String>,
     /// Code objects whose strings were not defined yet.
     py_pending: Vec<PyCode>,
+}
+
+/// What kind of host memory a sampled block is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostBlock {
+    Heap,
+    Pinned,
+    Registered,
 }
 
 /// A Python function (code object): what a Python frame names.
@@ -427,9 +436,22 @@ fn apply(r: &mut Replayed, ev: Event) {
         }
         Record::Placement(p) => {
             let cpu = r.alloc_cpu.remove(&p.addr);
-            let stack = r.heap.block_stack(p.addr);
+            let kind = match r.device.classify(p.addr) {
+                Some(memshim_trace::DeviceMemory::PinnedHost) => HostBlock::Pinned,
+                Some(memshim_trace::DeviceMemory::Registered) => HostBlock::Registered,
+                _ => HostBlock::Heap,
+            };
+            let cuda_stack = |k| r.device.kinds.get(&k).and_then(|h| h.block_stack(p.addr));
+            let stack = match kind {
+                HostBlock::Pinned => cuda_stack(memshim_trace::DeviceMemory::PinnedHost),
+                HostBlock::Registered => r
+                    .heap
+                    .block_stack(p.addr)
+                    .or_else(|| cuda_stack(memshim_trace::DeviceMemory::Registered)),
+                HostBlock::Heap => r.heap.block_stack(p.addr),
+            };
             if r.placements.len() < MAX_NUMA_CALLS {
-                r.placements.push((p, cpu, stack));
+                r.placements.push((p, cpu, stack, kind));
             }
         }
         Record::NumaCall(c) => {

@@ -230,6 +230,7 @@ impl Writer {
                     let id = self.stack_id(hash);
                     set_stack(&mut record, id);
                 }
+                self.track_host_placement(&record, t);
                 (t, tid, record)
             }
             Msg::Record(record) => (clock::monotonic_ns(), 0, record),
@@ -252,6 +253,26 @@ impl Writer {
         };
         self.out.push(&Event { t, tid, record })?;
         Ok(None)
+    }
+
+    /// Large pinned and registered host buffers are sampled for placement like large heap blocks:
+    /// a pinned buffer on another node than its GPU makes every copy cross the interconnect.
+    fn track_host_placement(&mut self, record: &Record, t: u64) {
+        use memshim_trace::DeviceMemory::{PinnedHost, Registered};
+        let threshold = self.cfg.placement_bytes;
+        match record {
+            Record::DeviceAlloc(a)
+                if threshold > 0
+                    && a.size >= threshold
+                    && matches!(a.kind, PinnedHost | Registered) =>
+            {
+                self.placements.alloc(a.addr, a.size, t);
+            }
+            Record::DeviceFree(f) if matches!(f.kind, PinnedHost | Registered) => {
+                self.placements.free(f.addr);
+            }
+            _ => {}
+        }
     }
 
     /// The string table id of `text`, writing its definition the first time.

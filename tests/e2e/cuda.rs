@@ -550,3 +550,28 @@ fn two_and_three_dimensional_peer_copies_and_memsets_exactly() {
         ]
     );
 }
+
+#[test]
+fn a_large_pinned_buffer_is_sampled_for_numa_placement() {
+    let dir = TestDir::new("cuda_pinned_placement");
+    let (stdout, report) = traced_cuda(&dir, "pinned_placement", &[]);
+    assert!(stdout.contains("done"), "{stdout}");
+    let p = process_by_exe(&report, "pinned_placement");
+    let pinned: Vec<&Value> = p["numa"]["placements"]
+        .as_array()
+        .expect("placements")
+        .iter()
+        .filter(|x| x["memory"] == "pinned")
+        .collect();
+    assert_eq!(pinned.len(), 1, "{}", p["numa"]);
+    let x = pinned[0];
+    assert_eq!(x["bytes"], 4 << 20);
+    let pages: u64 = x["pages_by_node"]
+        .as_array()
+        .expect("pages")
+        .iter()
+        .map(|n| n[1].as_u64().expect("count"))
+        .sum();
+    assert_eq!(pages, 16, "{x}");
+    assert!(functions(x).contains(&"allocate_pinned"), "{x}");
+}

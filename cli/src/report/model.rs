@@ -143,6 +143,8 @@ pub struct NodeBytes {
 /// Where a large block's pages are, against where its allocating thread ran.
 #[derive(Serialize, Debug)]
 pub struct PlacementOut {
+    /// "heap", or "pinned" / "registered" host memory (which the GPU copies from).
+    pub memory: &'static str,
     pub bytes: u64,
     /// Sampled pages per node: [node, pages].
     pub pages_by_node: Vec<(u32, u32)>,

@@ -90,7 +90,7 @@ pub fn numa(t: &Replayed, sym: &mut Symbolizer) -> NumaSection {
     let mut placements: Vec<PlacementOut> = t
         .placements
         .iter()
-        .map(|(p, cpu, stack)| {
+        .map(|(p, cpu, stack, kind)| {
             let resident: u32 = p.nodes.iter().map(|n| n.1).sum();
             for &(node, pages) in &p.nodes {
                 *by_node.entry(node).or_default() +=
@@ -99,6 +99,11 @@ pub fn numa(t: &Replayed, sym: &mut Symbolizer) -> NumaSection {
             let majority = p.nodes.iter().max_by_key(|n| n.1).map(|n| n.0);
             let alloc_node = cpu.and_then(node_of);
             PlacementOut {
+                memory: match kind {
+                    crate::replay::HostBlock::Heap => "heap",
+                    crate::replay::HostBlock::Pinned => "pinned",
+                    crate::replay::HostBlock::Registered => "registered",
+                },
                 bytes: p.len,
                 pages_by_node: p.nodes.clone(),
                 absent_pages: p.absent,
@@ -132,6 +137,8 @@ pub fn numa(t: &Replayed, sym: &mut Symbolizer) -> NumaSection {
             ),
         });
     }
+    let gpu_nodes: Vec<i32> = t.gpus.info.iter().map(|g| g.numa_node).collect();
+    findings.extend(pinned_away_from_gpu(&placements, &gpu_nodes));
     if nodes.len() == 1 {
         findings.push(Finding {
             kind: "one_node",
@@ -230,5 +237,90 @@ pub fn fragmentation(t: &Replayed) -> FragmentationSection {
         peak_arena_bytes: f.peak_arena,
         peak_rss_bytes: f.peak_rss,
         findings,
+    }
+}
+
+/// Pinned or registered buffers mostly on another node than the GPUs' (when NVML placed every GPU on
+/// one node): each copy from them crosses the socket interconnect.
+fn pinned_away_from_gpu(placements: &[PlacementOut], gpu_nodes: &[i32]) -> Option<Finding> {
+    let mut gpu_nodes = gpu_nodes.to_vec();
+    gpu_nodes.sort_unstable();
+    gpu_nodes.dedup();
+    let [gpu_node] = gpu_nodes[..] else {
+        return None;
+    };
+    let gpu_node = u32::try_from(gpu_node).ok()?;
+    let away: Vec<&PlacementOut> = placements
+        .iter()
+        .filter(|p| p.memory != "heap")
+        .filter(|p| {
+            p.pages_by_node
+                .iter()
+                .max_by_key(|n| n.1)
+                .is_some_and(|n| n.0 != gpu_node)
+        })
+        .collect();
+    let top = away.first()?;
+    Some(Finding {
+        kind: "pinned_remote",
+        text: format!(
+            "{} pinned buffers ({} in all) sit on another NUMA node than the GPU (node {gpu_node}): every copy from them crosses the socket interconnect; the largest, {}{}. Allocate pinned memory from threads bound to the GPU's node (numactl --cpunodebind={gpu_node} --membind={gpu_node}, or the DataLoader's pin-memory thread pinned there)",
+            away.len(),
+            human_bytes(away.iter().map(|p| p.bytes).sum()),
+            human_bytes(top.bytes),
+            crate::report::owner::first_program_function(&top.frames)
+                .map(|f| format!(", was allocated in {f}"))
+                .unwrap_or_default()
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(memory: &'static str, bytes: u64, nodes: Vec<(u32, u32)>) -> PlacementOut {
+        PlacementOut {
+            memory,
+            bytes,
+            pages_by_node: nodes,
+            absent_pages: 0,
+            alloc_cpu: None,
+            alloc_node: None,
+            remote: false,
+            frames: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn pinned_buffers_on_another_node_than_the_gpu_are_a_finding() {
+        let blocks = vec![
+            block("pinned", 8 << 20, vec![(1, 12), (0, 4)]),
+            block("pinned", 4 << 20, vec![(0, 16)]),
+            block("heap", 64 << 20, vec![(1, 16)]),
+        ];
+        let f = pinned_away_from_gpu(&blocks, &[0]).expect("a finding");
+        assert!(
+            f.text.starts_with(
+                "1 pinned buffers (8.0 MiB in all) sit on another NUMA node than the GPU (node 0)"
+            ),
+            "{}",
+            f.text
+        );
+        let f = pinned_away_from_gpu(&blocks, &[1]).expect("the 4 MiB one is away from node 1");
+        assert!(
+            f.text.starts_with("1 pinned buffers (4.0 MiB in all)"),
+            "{}",
+            f.text
+        );
+        assert!(
+            pinned_away_from_gpu(&blocks, &[-1]).is_none(),
+            "GPU node unknown"
+        );
+        assert!(
+            pinned_away_from_gpu(&blocks, &[0, 1]).is_none(),
+            "GPUs on both nodes"
+        );
+        assert!(pinned_away_from_gpu(&blocks, &[]).is_none(), "no NVML");
     }
 }
