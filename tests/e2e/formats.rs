@@ -332,6 +332,21 @@ fn since_and_until_keep_the_events_of_a_time_window() {
     assert!(notes.contains("from the start to 0.15 s"), "{notes}");
     let (late, _) = leaks(&["--since", "0.45"]);
     assert_eq!(late, expected(&[("phase_three", 300000, 1)]));
+    // An empty or impossible window is refused with a message, not an empty report.
+    let bad = memshim(&[
+        "report",
+        "--since",
+        "2",
+        "--until",
+        "1",
+        dir.traces().to_str().unwrap(),
+    ]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        bad.stderr_str().contains("--since 2 is after --until 1"),
+        "{}",
+        bad.describe()
+    );
 }
 
 #[test]

@@ -24,6 +24,20 @@ pub struct View {
 /// Runs the subcommand.
 pub fn run(paths: &[PathBuf], view: &View, output: Option<&Path>) -> Result<()> {
     let (format, top) = (view.format, view.top);
+    let w = view.window;
+    for (flag, v) in [("--since", w.since_s), ("--until", w.until_s)] {
+        if v.is_some_and(|s| !s.is_finite() || s < 0.0) {
+            anyhow::bail!(
+                "{flag} takes seconds since each process started, 0 or more (got {})",
+                v.unwrap_or_default()
+            );
+        }
+    }
+    if let (Some(a), Some(b)) = (w.since_s, w.until_s) {
+        if a > b {
+            anyhow::bail!("--since {a} is after --until {b}: the window would be empty");
+        }
+    }
     let files = traces::collect(paths)?;
     let mut replayed = Vec::with_capacity(files.len());
     for f in &files {
