@@ -201,6 +201,10 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
     let input = progress.wrap_read(BufReader::with_capacity(1 << 20, file));
     let mut reader =
         TraceReader::new(input).with_context(|| format!("cannot read {}", path.display()))?;
+    if detail == Detail::Symbols {
+        // Since format 4 the event frames can be skipped whole (checked, not decoded).
+        reader.names_only();
+    }
     let mut r = Replayed {
         path: path.to_path_buf(),
         header: reader.header().clone(),
@@ -341,18 +345,7 @@ fn decode<R: std::io::Read>(reader: &mut TraceReader<R>, tx: SyncSender<Batch>) 
 
 /// The records a symbols-only replay keeps.
 fn names_frames(r: &Record) -> bool {
-    matches!(
-        r,
-        Record::Stack(_)
-            | Record::ModuleLoad(_)
-            | Record::ModuleUnload(_)
-            | Record::Symbols(_)
-            | Record::End(_)
-            | Record::Note(_)
-            | Record::PyString(_)
-            | Record::PyCode(_)
-            | Record::Python(_)
-    )
+    r.names_frames()
 }
 
 /// Names a code object from the string table; one whose strings come later waits for the end.

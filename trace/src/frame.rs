@@ -3,6 +3,8 @@
 //! ```text
 //! preamble: MAGIC[8] version:u32 header_len:u32 header_crc:u32 header[header_len]
 //! frame:    0xF7 flags:u8 stored_len:u32 raw_len:u32 crc:u32 payload[stored_len]
+//!           flags: 1 zstd-compressed; 2 (version 4) names only: stacks, modules, symbols, Python code
+//!           objects and the end, written after the event frame of the same flush
 //! payload:  (dt:i64 dtid:i64 record)* bincode varints, delta-coded within the frame (see `delta`);
 //!           version 1 frames hold (dt:i64 tid:u32 record)* with only the time delta-coded
 //! ```
@@ -16,6 +18,9 @@ use crate::record::Record;
 pub const FRAME_MARKER: u8 = 0xF7;
 /// Frame flag: the payload is zstd-compressed.
 pub const FLAG_ZSTD: u8 = 1;
+/// Frame flag (version 4): the frame holds only records that name things (see
+/// [`Record::names_frames`](crate::Record::names_frames)); every other record is in frames without it.
+pub const FLAG_NAMES: u8 = 2;
 /// Bytes of a frame before its payload.
 pub const FRAME_HEADER_LEN: usize = 14;
 /// The largest payload a frame may hold, stored or raw; anything larger is corruption.
@@ -77,7 +82,7 @@ impl FrameHeader {
             raw_len: u32::from_le_bytes([b[6], b[7], b[8], b[9]]),
             crc: u32::from_le_bytes([b[10], b[11], b[12], b[13]]),
         };
-        if h.flags & !FLAG_ZSTD != 0 {
+        if h.flags & !(FLAG_ZSTD | FLAG_NAMES) != 0 {
             return Err(format!("unknown frame flags 0x{:02x}", h.flags));
         }
         if h.stored_len > MAX_FRAME_LEN || h.raw_len > MAX_FRAME_LEN {

@@ -7,7 +7,8 @@ use bincode::Options;
 use crate::delta::Deltas;
 use crate::error::Error;
 use crate::frame::{
-    codec, FrameHeader, WireOwned, WireV1, FLAG_ZSTD, FRAME_HEADER_LEN, MAX_FRAME_LEN, PREAMBLE_LEN,
+    codec, FrameHeader, WireOwned, WireV1, FLAG_NAMES, FLAG_ZSTD, FRAME_HEADER_LEN, MAX_FRAME_LEN,
+    PREAMBLE_LEN,
 };
 use crate::header::{Header, FORMAT_VERSION, MAGIC};
 use crate::record::{Event, Record};
@@ -27,6 +28,7 @@ pub struct TraceReader<R: Read> {
     torn_bytes: u64,
     at_eof: bool,
     frames: u64,
+    names_only: bool,
 }
 
 impl<R: Read> TraceReader<R> {
@@ -80,7 +82,15 @@ impl<R: Read> TraceReader<R> {
             torn_bytes: 0,
             at_eof: false,
             frames: 0,
+            names_only: false,
         })
+    }
+
+    /// From now on, return only the records that name things and the end (see
+    /// [`Record::names_frames`]): in a trace of version 4 or later the other frames are checked but
+    /// not decompressed or decoded. Older traces are read whole (the caller filters).
+    pub fn names_only(&mut self) {
+        self.names_only = true;
     }
 
     /// The header of the traced process.
@@ -160,6 +170,10 @@ impl<R: Read> TraceReader<R> {
         self.offset += (FRAME_HEADER_LEN + stored.len()) as u64;
         if crc32fast::hash(&stored) != fh.crc {
             return Err(corrupt("its checksum does not match".into()));
+        }
+        if self.names_only && self.version >= 4 && fh.flags & FLAG_NAMES == 0 {
+            self.frames += 1;
+            return Ok(true);
         }
         let raw = if fh.flags & FLAG_ZSTD != 0 {
             let raw = zstd::bulk::decompress(&stored, fh.raw_len as usize)

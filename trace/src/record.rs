@@ -137,6 +137,26 @@ pub struct RankInfo {
     pub launcher: String,
 }
 
+impl Record {
+    /// True for the records that name what events refer to (stacks, modules, symbols, Python code
+    /// objects) or that close the trace: since version 4 they travel in frames of their own, so a
+    /// reader that only needs names can skip the event frames without decoding them.
+    pub fn names_frames(&self) -> bool {
+        matches!(
+            self,
+            Record::Stack(_)
+                | Record::ModuleLoad(_)
+                | Record::ModuleUnload(_)
+                | Record::Symbols(_)
+                | Record::End(_)
+                | Record::Note(_)
+                | Record::PyString(_)
+                | Record::PyCode(_)
+                | Record::Python(_)
+        )
+    }
+}
+
 /// Bit 63 marks a stack frame as a Python frame rather than a return address: no user-space address
 /// on a supported platform has it set.
 pub const PYTHON_FRAME: u64 = 1 << 63;

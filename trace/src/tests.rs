@@ -98,6 +98,28 @@ fn write_events(events: &[Event], level: Option<i32>, frame_every: usize) -> Vec
     w.finish().unwrap()
 }
 
+/// The events in the order a reader returns them when they were written flushing every
+/// `frame_every` pushes, and the number read after each whole frame: each flush writes the events
+/// first and then the naming records (see `Record::names_frames`).
+fn as_written(events: &[Event], frame_every: usize) -> (Vec<Event>, Vec<usize>) {
+    let mut order = Vec::new();
+    let mut boundaries = vec![0];
+    for chunk in events.chunks(frame_every) {
+        for names in [false, true] {
+            let part: Vec<Event> = chunk
+                .iter()
+                .filter(|e| e.record.names_frames() == names)
+                .cloned()
+                .collect();
+            if !part.is_empty() {
+                order.extend(part);
+                boundaries.push(order.len());
+            }
+        }
+    }
+    (order, boundaries)
+}
+
 fn read_all(bytes: &[u8]) -> Result<(Vec<Event>, bool), Error> {
     let mut r = TraceReader::new(bytes)?;
     let mut out = Vec::new();
@@ -112,7 +134,7 @@ fn round_trip_plain_and_compressed() {
     for level in [None, Some(3)] {
         let bytes = write(level, 500);
         let (got, truncated) = read_all(&bytes).unwrap();
-        assert_eq!(got, events());
+        assert_eq!(got, as_written(&events(), 500).0);
         assert!(!truncated);
         assert_eq!(TraceReader::new(&bytes[..]).unwrap().header(), &header());
     }
@@ -141,7 +163,7 @@ fn newer_version_names_both_versions() {
     let err = read_all(&bytes).err().unwrap();
     let msg = err.to_string();
     assert!(
-        msg.contains("version 7") && msg.contains("versions 1 to 3"),
+        msg.contains("version 7") && msg.contains("versions 1 to 4"),
         "{msg}"
     );
 }
@@ -151,6 +173,7 @@ fn cut_at_every_byte_never_panics_and_keeps_whole_frames() {
     for level in [None, Some(1)] {
         let full = events_n(200);
         let bytes = write_events(&full, level, 60);
+        let (full, boundaries) = as_written(&full, 60);
         let header_end = TraceReader::new(&bytes[..]).unwrap().offset() as usize;
         for cut in 0..bytes.len() {
             match read_all(&bytes[..cut]) {
@@ -158,9 +181,9 @@ fn cut_at_every_byte_never_panics_and_keeps_whole_frames() {
                     assert!(cut >= header_end, "cut {cut} inside the header read fine");
                     assert!(truncated, "cut at {cut} not marked truncated");
                     assert_eq!(&full[..got.len()], &got[..], "cut at {cut}");
-                    // Whole frames only: a multiple of the frame size, or everything.
+                    // Whole frames only.
                     assert!(
-                        got.len() % 60 == 0,
+                        boundaries.contains(&got.len()),
                         "cut at {cut} gave {} events",
                         got.len()
                     );
@@ -345,4 +368,28 @@ fn python_frames_are_told_from_addresses() {
         FrameRef::decode(FrameRef::python(0x3FFF_FFFF, u32::MAX)),
         own(0x3FFF_FFFF, u32::MAX)
     );
+}
+
+#[test]
+fn a_names_only_reader_skips_event_frames_and_keeps_every_name_and_the_end() {
+    for level in [None, Some(3)] {
+        let bytes = write(level, 300);
+        let mut r = TraceReader::new(&bytes[..]).unwrap();
+        r.names_only();
+        let mut got = Vec::new();
+        while let Some(ev) = r.next_event().unwrap() {
+            got.push(ev);
+        }
+        let names: Vec<Event> = events()
+            .into_iter()
+            .filter(|e| e.record.names_frames())
+            .collect();
+        assert_eq!(got, names);
+        assert!(!r.truncated(), "the end record is among the names");
+        assert_eq!(
+            r.offset(),
+            bytes.len() as u64,
+            "every frame was still checked"
+        );
+    }
 }

@@ -4,7 +4,7 @@ use std::io::{self, Write};
 use bincode::Options;
 
 use crate::delta::Deltas;
-use crate::frame::{codec, FrameHeader, WireRef, FLAG_ZSTD, MAX_FRAME_LEN};
+use crate::frame::{codec, FrameHeader, WireRef, FLAG_NAMES, FLAG_ZSTD, MAX_FRAME_LEN};
 use crate::header::{Header, FORMAT_VERSION, MAGIC};
 use crate::record::Event;
 
@@ -14,9 +14,12 @@ use crate::record::Event;
 /// 100 ms and whenever [`TraceWriter::pending_bytes`] grows past its batch size.
 pub struct TraceWriter<W: Write> {
     out: W,
+    /// Pending events, and pending naming records (each with its own delta state, one frame each).
     raw: Vec<u8>,
-    frame: Vec<u8>,
     deltas: Deltas,
+    names: Vec<u8>,
+    name_deltas: Deltas,
+    frame: Vec<u8>,
     compressor: Option<zstd::bulk::Compressor<'static>>,
 }
 
@@ -47,19 +50,26 @@ impl<W: Write> TraceWriter<W> {
         Ok(TraceWriter {
             out,
             raw: Vec::with_capacity(1 << 16),
-            frame: Vec::new(),
             deltas: Deltas::default(),
+            names: Vec::new(),
+            name_deltas: Deltas::default(),
+            frame: Vec::new(),
             compressor,
         })
     }
 
-    /// Appends one event to the current frame.
+    /// Appends one event to the current frame (a naming record to the current names frame).
     pub fn push(&mut self, event: &Event) -> io::Result<()> {
-        let (dt, dtid, record) = self.deltas.encode(event);
+        let (buf, deltas) = if event.record.names_frames() {
+            (&mut self.names, &mut self.name_deltas)
+        } else {
+            (&mut self.raw, &mut self.deltas)
+        };
+        let (dt, dtid, record) = deltas.encode(event);
         codec(u64::MAX)
-            .serialize_into(&mut self.raw, &WireRef(dt, dtid, &record))
+            .serialize_into(&mut *buf, &WireRef(dt, dtid, &record))
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-        if self.raw.len() as u64 >= u64::from(MAX_FRAME_LEN) / 2 {
+        if buf.len() as u64 >= u64::from(MAX_FRAME_LEN) / 2 {
             self.flush_frame()?;
         }
         Ok(())
@@ -67,36 +77,47 @@ impl<W: Write> TraceWriter<W> {
 
     /// Bytes encoded but not yet written.
     pub fn pending_bytes(&self) -> usize {
-        self.raw.len()
+        self.raw.len() + self.names.len()
     }
 
-    /// Writes the pending events as one frame, if there are any.
+    /// Writes the pending events as one frame and then the pending naming records as another (so the
+    /// end record stays last), each only if there is any.
     pub fn flush_frame(&mut self) -> io::Result<()> {
-        if self.raw.is_empty() {
+        let raw = std::mem::take(&mut self.raw);
+        self.write_frame(&raw, 0)?;
+        self.raw = raw;
+        self.raw.clear();
+        self.deltas.reset();
+        let names = std::mem::take(&mut self.names);
+        self.write_frame(&names, FLAG_NAMES)?;
+        self.names = names;
+        self.names.clear();
+        self.name_deltas.reset();
+        self.out.flush()
+    }
+
+    fn write_frame(&mut self, raw: &[u8], kind: u8) -> io::Result<()> {
+        if raw.is_empty() {
             return Ok(());
         }
-        let raw_len = self.raw.len() as u32;
         let compressed = match self.compressor.as_mut() {
-            Some(c) => Some(c.compress(&self.raw)?),
+            Some(c) => Some(c.compress(raw)?),
             None => None,
         };
         let (flags, stored) = match &compressed {
-            Some(bytes) => (FLAG_ZSTD, bytes.as_slice()),
-            None => (0, self.raw.as_slice()),
+            Some(bytes) => (FLAG_ZSTD | kind, bytes.as_slice()),
+            None => (kind, raw),
         };
         let header = FrameHeader {
             flags,
             stored_len: stored.len() as u32,
-            raw_len,
+            raw_len: raw.len() as u32,
             crc: crc32fast::hash(stored),
         };
         self.frame.clear();
         self.frame.extend_from_slice(&header.encode());
         self.frame.extend_from_slice(stored);
-        self.raw.clear();
-        self.deltas.reset();
-        self.out.write_all(&self.frame)?;
-        self.out.flush()
+        self.out.write_all(&self.frame)
     }
 
     /// Flushes the last frame and gives back the output.
