@@ -251,11 +251,11 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
                         let outside = window.is_set()
                             && ev.tid != 0
                             && !window.contains(ev.t, start)
-                            && !names_frames(&ev.record);
+                            && !ev.record.names_frames();
                         if outside {
                             continue;
                         }
-                        if detail == Detail::Full || names_frames(&ev.record) {
+                        if detail == Detail::Full || ev.record.names_frames() {
                             apply(&mut r, ev);
                         }
                     }
@@ -341,11 +341,6 @@ fn decode<R: std::io::Read>(reader: &mut TraceReader<R>, tx: SyncSender<Batch>) 
     };
     let _ = tx.send(Batch::Events(batch));
     let _ = tx.send(end);
-}
-
-/// The records a symbols-only replay keeps.
-fn names_frames(r: &Record) -> bool {
-    r.names_frames()
 }
 
 /// Names a code object from the string table; one whose strings come later waits for the end.

@@ -48,7 +48,8 @@ pub fn call_stack_hash() -> u64 {
 fn stack_hash_with(lend_python: bool) -> u64 {
     // A thread close to the end of a small stack gets an empty stack rather than an overflow: the
     // capture below reserves several KiB of its own before any unwinder runs.
-    if crate::guard::stack_room().is_some_and(|r| r < stacks::MIN_ROOM_ANY) {
+    let room = crate::guard::stack_room();
+    if room.is_some_and(|r| r < stacks::MIN_ROOM_ANY) {
         let hash = stacks::hash(&[]);
         if session::first_sighting(hash) {
             session::send(Msg::Stack {
@@ -58,14 +59,14 @@ fn stack_hash_with(lend_python: bool) -> u64 {
         }
         return hash;
     }
-    captured_hash(lend_python)
+    captured_hash(lend_python, room)
 }
 
 /// Captures and hashes the stack, out of line so that its buffers take stack only when used.
 #[inline(never)]
-fn captured_hash(lend_python: bool) -> u64 {
+fn captured_hash(lend_python: bool, room: Option<usize>) -> u64 {
     let depth = session::config().map_or(64, |c| c.stack_depth);
-    let captured = stacks::capture(depth, lend_python);
+    let captured = stacks::capture(depth, lend_python, room);
     let frames = captured.frames();
     let hash = stacks::hash(frames);
     if session::first_sighting(hash) {

@@ -50,9 +50,12 @@ impl Captured {
 }
 
 /// Captures up to `depth` frames of the calling thread, skipping the shim's own frames at the top.
-/// With `lend_python`, a thread without Python frames gets the main thread's.
+/// `room` is the stack left below the caller (`None` when unknown), at least [`MIN_ROOM_ANY`]:
+/// with less than [`MIN_ROOM_FAST`] libgcc's unwinder is used, which needs less than libunwind, and
+/// Python frames are left out. With `lend_python`, a thread without Python frames gets the main
+/// thread's.
 #[inline(never)]
-pub fn capture(depth: usize, lend_python: bool) -> Captured {
+pub fn capture(depth: usize, lend_python: bool, room: Option<usize>) -> Captured {
     let mut out = Captured {
         frames: [0; MAX_STACK_DEPTH + crate::python::MAX_PY_FRAMES],
         len: 0,
@@ -60,61 +63,45 @@ pub fn capture(depth: usize, lend_python: bool) -> Captured {
     let depth = depth.min(MAX_STACK_DEPTH);
     let lo = SELF_LO.load(Ordering::Relaxed);
     let hi = SELF_HI.load(Ordering::Relaxed);
+    // libunwind and reading Python frames (whose buffers take about 4 KiB) need the most stack.
+    let roomy = room.is_none_or(|r| r >= MIN_ROOM_FAST);
     let mut skipping = true;
-    // A thread with a tiny stack (16 KiB threads exist) would overflow inside the unwinder: libunwind
-    // needs the most, libgcc's less; with too little room the stack is simply not taken.
-    let room = crate::guard::stack_room();
-    if room.is_some_and(|r| r < MIN_ROOM_ANY) {
-        return out;
-    }
-    let fast_ok = room.is_none_or(|r| r >= MIN_ROOM_FAST);
-    // Python frames are read on the same budget as libunwind (their buffers take about 4 KiB).
-    let lend_python = lend_python && fast_ok;
-    let python = fast_ok;
-    // The shim's own frames come first; allow for them on top of the depth asked for.
-    let mut fast = [std::ptr::null_mut(); MAX_STACK_DEPTH + 16];
-    let fast_result = if fast_ok {
-        crate::unwind::backtrace(&mut fast[..depth + 16])
-    } else {
-        None
-    };
-    if let Some(n) = fast_result {
-        for &ip in &fast[..n] {
-            let ip = ip as usize;
-            if ip == 0 || out.len >= depth {
-                break;
-            }
-            if skipping && ip >= lo && ip < hi {
-                continue;
-            }
-            skipping = false;
-            out.frames[out.len] = ip as u64;
-            out.len += 1;
-        }
-        if python {
-            out.len = crate::python::merge(&mut out.frames, out.len, lend_python);
-        }
-        return out;
-    }
+    let mut len = 0;
+    // Keeps `ip` unless it is the shim's own frame at the top; false once the stack is done.
     let mut take = |ip: usize| -> bool {
-        if ip == 0 {
+        if ip == 0 || len >= depth {
             return false;
         }
         if skipping && ip >= lo && ip < hi {
             return true;
         }
         skipping = false;
-        out.frames[out.len] = ip as u64;
-        out.len += 1;
-        out.len < depth
+        out.frames[len] = ip as u64;
+        len += 1;
+        len < depth
     };
-    // SAFETY: on Linux the unwinder (libgcc's _Unwind_Backtrace) is thread-safe; the "unsynchronized"
-    // in the name only matters on platforms whose unwinders are not.
-    #[allow(unsafe_code)]
-    unsafe {
-        backtrace::trace_unsynchronized(|frame| take(frame.ip() as usize));
+    // The shim's own frames come first; allow for them on top of the depth asked for.
+    let mut fast = [std::ptr::null_mut(); MAX_STACK_DEPTH + 16];
+    match roomy
+        .then(|| crate::unwind::backtrace(&mut fast[..depth + 16]))
+        .flatten()
+    {
+        Some(n) => {
+            for &ip in &fast[..n] {
+                if !take(ip as usize) {
+                    break;
+                }
+            }
+        }
+        // SAFETY: on Linux the unwinder (libgcc's _Unwind_Backtrace) is thread-safe; the
+        // "unsynchronized" in the name only matters on platforms whose unwinders are not.
+        #[allow(unsafe_code)]
+        None => unsafe {
+            backtrace::trace_unsynchronized(|frame| take(frame.ip() as usize));
+        },
     }
-    if python {
+    out.len = len;
+    if roomy {
         out.len = crate::python::merge(&mut out.frames, out.len, lend_python);
     }
     out
@@ -216,7 +203,7 @@ mod tests {
     #[test]
     fn capture_skips_nothing_outside_the_shim_range_and_respects_depth() {
         set_self_range(0, 0);
-        let c = capture(3, false);
+        let c = capture(3, false, None);
         assert_eq!(c.frames().len(), 3);
         assert!(c.frames().iter().all(|&f| f != 0));
     }

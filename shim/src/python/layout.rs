@@ -33,8 +33,9 @@ pub enum Line {
     /// `PyCode_Addr2Line(code, f_lasti * scale)`, `f_lasti` an `int` at this frame offset (3.9:
     /// bytes, scale 1; 3.10: code units, scale 2).
     Lasti { offset: usize, scale: i32 },
-    /// `PyCode_Addr2Line(code, prev_instr - code->co_code_adaptive)` (3.11).
-    PrevInstr { offset: usize, code_start: usize },
+    /// `PyCode_Addr2Line(code, prev_instr - code->co_code_adaptive)` (3.11; `prev_instr` at this
+    /// frame offset, `co_code_adaptive` at [`Layout::code_adaptive`]).
+    PrevInstr { offset: usize },
     /// `PyUnstable_InterpreterFrame_GetLine(frame)` (3.12 and later), keyed by the instruction
     /// pointer at this offset.
     Api { instr: usize },
@@ -81,7 +82,7 @@ impl Layout {
     /// Offset in a frame of its instruction pointer (3.11+).
     pub fn frame_instr(&self) -> Option<usize> {
         match self.line {
-            Line::PrevInstr { offset, .. } | Line::Api { instr: offset } => Some(offset),
+            Line::PrevInstr { offset } | Line::Api { instr: offset } => Some(offset),
             Line::Lasti { .. } => None,
         }
     }
@@ -144,10 +145,7 @@ static LAYOUTS: [Layout; 5] = [
         },
         frame_code: 32,
         frame_previous: 48,
-        line: Line::PrevInstr {
-            offset: 56,
-            code_start: 184,
-        },
+        line: Line::PrevInstr { offset: 56 },
         code_filename: 112,
         code_name: 128,
         code_firstlineno: 72,

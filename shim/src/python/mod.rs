@@ -130,8 +130,9 @@ fn merge_python(frames: &mut [u64], len: usize, lend: bool) -> usize {
     let mut ends = [0u8; MAX_PY_FRAMES];
     let (mut n, mut segments) = (0usize, 0usize);
     let l = rt.layout;
-    let _ = (tstate != 0).then(|| {
-        walk(&Direct, l, rt.code_type, tstate, |step| {
+    if tstate != 0 {
+        // A walk cut short keeps the frames read so far.
+        let _ = walk(&Direct, l, rt.code_type, tstate, |step| {
             match step {
                 Step::Frame { frame, code } => {
                     let Some(line) = frame_line(rt, frame, code) else {
@@ -147,8 +148,8 @@ fn merge_python(frames: &mut [u64], len: usize, lend: bool) -> usize {
                 }
             }
             n < MAX_PY_FRAMES && segments < MAX_PY_FRAMES
-        })
-    });
+        });
+    }
     if n == 0 && lend {
         // Below the native frames: they ran on this thread, not under the lent frames.
         n = borrow::main_thread_frames(rt, tstate, &mut py);
@@ -183,13 +184,12 @@ fn merge_python(frames: &mut [u64], len: usize, lend: bool) -> usize {
 /// The line of a frame, cached by its instruction pointer; `None` for a frame CPython itself
 /// leaves out of tracebacks (3.13's `__init__` shim has no line).
 fn frame_line(rt: &Runtime, frame: usize, code: usize) -> Option<u32> {
-    let key = match rt.layout.line {
-        layout::Line::Lasti { offset, .. } => {
+    let key = match (rt.layout.frame_instr(), rt.layout.line) {
+        (Some(instr), _) => Direct.word(frame + instr)? as u64,
+        (None, layout::Line::Lasti { offset, .. }) => {
             (code as u64) ^ (u64::from(Direct.u32(frame + offset)?) << 47)
         }
-        layout::Line::PrevInstr { offset, .. } | layout::Line::Api { instr: offset } => {
-            Direct.word(frame + offset)? as u64
-        }
+        (None, _) => return None,
     };
     let line = codes::line(key, || rt.line(frame, code, &Direct));
     (line != u32::MAX).then_some(line)

@@ -225,8 +225,9 @@ impl Runtime {
                 let lasti = mem.u32(frame + offset).map_or(-1, |v| v as i32);
                 self.addr2line(code, lasti.saturating_mul(scale))
             }
-            Line::PrevInstr { offset, code_start } => {
+            Line::PrevInstr { offset } => {
                 let prev = mem.word(frame + offset).unwrap_or(0);
+                let code_start = self.layout.code_adaptive.unwrap_or(0);
                 let off = prev.wrapping_sub(code + code_start) as isize;
                 let off = if (0..1 << 28).contains(&off) { off } else { -1 };
                 self.addr2line(code, off as c_int)
