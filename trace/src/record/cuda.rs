@@ -1,0 +1,210 @@
+//! CUDA driver records: allocations of every kind, failures, memory queries, hints and copies.
+use serde::{Deserialize, Serialize};
+
+/// The CUDA driver call that was made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CudaApi {
+    /// `cuMemAlloc`.
+    MemAlloc,
+    /// `cuMemAllocPitch`.
+    MemAllocPitch,
+    /// `cuMemAllocManaged`.
+    MemAllocManaged,
+    /// `cuMemAllocAsync`.
+    MemAllocAsync,
+    /// `cuMemAllocFromPoolAsync`.
+    MemAllocFromPoolAsync,
+    /// `cuMemFree`.
+    MemFree,
+    /// `cuMemFreeAsync`.
+    MemFreeAsync,
+    /// `cuMemHostAlloc`.
+    MemHostAlloc,
+    /// `cuMemAllocHost`.
+    MemAllocHost,
+    /// `cuMemFreeHost`.
+    MemFreeHost,
+    /// `cuMemHostRegister`.
+    MemHostRegister,
+    /// `cuMemHostUnregister`.
+    MemHostUnregister,
+    /// `cuMemAddressReserve`.
+    MemAddressReserve,
+    /// `cuMemAddressFree`.
+    MemAddressFree,
+    /// `cuMemCreate`.
+    MemCreate,
+    /// `cuMemRelease`.
+    MemRelease,
+    /// `cuMemMap`.
+    MemMap,
+    /// `cuMemUnmap`.
+    MemUnmap,
+    /// `cuMemPrefetchAsync`.
+    MemPrefetchAsync,
+    /// `cuMemAdvise`.
+    MemAdvise,
+    /// `cuMemGetInfo`.
+    MemGetInfo,
+}
+
+/// What kind of memory a CUDA allocation is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum DeviceMemory {
+    /// Device memory (`cuMemAlloc*`, async and pool allocations).
+    Device,
+    /// Unified (managed) memory.
+    Managed,
+    /// Page-locked host memory allocated by CUDA.
+    PinnedHost,
+    /// Host memory the program allocated and pinned with `cuMemHostRegister`.
+    Registered,
+    /// Reserved virtual address space (`cuMemAddressReserve`): no memory behind it by itself.
+    Reserved,
+    /// Physical memory of the virtual-memory API (`cuMemCreate`); `addr` is its handle.
+    Physical,
+    /// A physical allocation mapped into reserved space (`cuMemMap`); `addr` is the mapped address.
+    Mapped,
+}
+
+/// A successful CUDA allocation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceAlloc {
+    /// The call.
+    pub api: CudaApi,
+    /// The kind of memory.
+    pub kind: DeviceMemory,
+    /// The address (or, for physical memory, the handle).
+    pub addr: u64,
+    /// Bytes.
+    pub size: u64,
+    /// The device ordinal of the current context, -1 when unknown.
+    pub device: i32,
+    /// The stack id of the call.
+    pub stack: u32,
+}
+
+/// A CUDA release.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceFree {
+    /// The call.
+    pub api: CudaApi,
+    /// The kind of memory released.
+    pub kind: DeviceMemory,
+    /// The address (or handle) released.
+    pub addr: u64,
+}
+
+/// A failed CUDA memory call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CudaFailure {
+    /// The call.
+    pub api: CudaApi,
+    /// The bytes it asked for (0 when it asked for none).
+    pub size: u64,
+    /// The `CUresult` it returned.
+    pub result: i32,
+    /// The device ordinal of the current context, -1 when unknown.
+    pub device: i32,
+    /// The stack id of the call.
+    pub stack: u32,
+}
+
+/// A `cuMemGetInfo` answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemInfo {
+    /// The device ordinal of the current context, -1 when unknown.
+    pub device: i32,
+    /// Free bytes.
+    pub free: u64,
+    /// Total bytes.
+    pub total: u64,
+}
+
+/// A unified-memory prefetch or advice.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManagedHint {
+    /// `MemPrefetchAsync` or `MemAdvise`.
+    pub api: CudaApi,
+    /// Start of the range.
+    pub addr: u64,
+    /// Bytes.
+    pub size: u64,
+    /// The destination device (prefetch) or the advice value (advise).
+    pub value: i32,
+    /// The stack id of the call.
+    pub stack: u32,
+}
+
+/// Which copy call was made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CopyApi {
+    /// `cuMemcpy` (unified addressing: direction from the addresses).
+    Memcpy,
+    /// `cuMemcpyAsync` (unified addressing).
+    MemcpyAsync,
+    /// `cuMemcpyHtoD`.
+    MemcpyHtoD,
+    /// `cuMemcpyDtoH`.
+    MemcpyDtoH,
+    /// `cuMemcpyDtoD`.
+    MemcpyDtoD,
+    /// `cuMemcpyHtoDAsync`.
+    MemcpyHtoDAsync,
+    /// `cuMemcpyDtoHAsync`.
+    MemcpyDtoHAsync,
+    /// `cuMemcpyDtoDAsync`.
+    MemcpyDtoDAsync,
+    /// `cuMemcpyPeer`: device to device across contexts (GPUs). Since version 3.
+    MemcpyPeer,
+    /// `cuMemcpyPeerAsync`. Since version 3.
+    MemcpyPeerAsync,
+    /// `cuMemsetD8/D16/D32` (`src` is 0, `size` the bytes set). Since version 3.
+    Memset,
+    /// `cuMemsetD8/D16/D32Async`. Since version 3.
+    MemsetAsync,
+}
+
+// 2D and 3D copies (`cuMemcpy2D*`, `cuMemcpy3D*`) are recorded as the 1D call of their direction
+// (from their memory types: HtoD, DtoH, DtoD, or `Memcpy` when unified addressing decides), with the
+// address of the first byte copied on each side (0 for a CUDA array) and `size` = width x height x
+// depth.
+
+impl CopyApi {
+    /// True for the calls that return before the copy is done (when the host memory allows it).
+    pub fn is_async(self) -> bool {
+        matches!(
+            self,
+            CopyApi::MemcpyAsync
+                | CopyApi::MemcpyHtoDAsync
+                | CopyApi::MemcpyDtoHAsync
+                | CopyApi::MemcpyDtoDAsync
+                | CopyApi::MemcpyPeerAsync
+                | CopyApi::MemsetAsync
+        )
+    }
+}
+
+/// A copy through the driver.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Transfer {
+    /// The call.
+    pub api: CopyApi,
+    /// Destination address.
+    pub dst: u64,
+    /// Source address.
+    pub src: u64,
+    /// Bytes.
+    pub size: u64,
+    /// The stream (0 for the default stream and for synchronous calls).
+    pub stream: u64,
+    /// How long the call took, in nanoseconds: the transfer for synchronous calls, the time the
+    /// caller was blocked for asynchronous ones.
+    pub duration_ns: u64,
+    /// The `CUresult` it returned.
+    pub result: i32,
+    /// The device ordinal of the current context, -1 when unknown.
+    pub device: i32,
+    /// The stack id of the call.
+    pub stack: u32,
+}

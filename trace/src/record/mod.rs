@@ -1,0 +1,120 @@
+//! The records a trace holds. Every record travels inside an [`Event`] with its time and thread.
+//!
+//! Stacks are referred to by small ids; a [`StackDef`] gives an id its frames. A stack may be defined
+//! after the first event that uses it (threads race to the writer), so readers resolve ids at the end.
+use serde::{Deserialize, Serialize};
+
+mod cuda;
+mod heap;
+mod job;
+mod names;
+mod python;
+mod system;
+
+pub use cuda::*;
+pub use heap::*;
+pub use job::*;
+pub use names::*;
+pub use python::*;
+pub use system::*;
+
+/// One timestamped record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// When it happened: nanoseconds on the header's clock (stored to the microsecond since format
+    /// version 2).
+    pub t: u64,
+    /// The kernel thread id that made the call (0 for records that belong to no thread).
+    pub tid: u32,
+    /// What happened.
+    pub record: Record,
+}
+
+/// Everything a trace can say.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Record {
+    /// A host heap allocation succeeded.
+    Alloc(Alloc),
+    /// A host heap block is about to be freed (recorded before the real free, so a reused address is
+    /// never paired with the wrong block).
+    Free(Free),
+    /// A realloc whose free half was already recorded failed: the old block is still live.
+    ReallocFailed(ReallocFailed),
+    /// An anonymous memory mapping was created (mmap) or moved (mremap).
+    Map(Map),
+    /// A range was unmapped.
+    Unmap(Unmap),
+    /// The frames of a stack id.
+    Stack(StackDef),
+    /// A loaded object (executable or shared library) was found in the process.
+    ModuleLoad(Module),
+    /// A loaded object is gone.
+    ModuleUnload(ModuleUnload),
+    /// Symbols the shim resolved in-process for some return addresses.
+    Symbols(Vec<Symbol>),
+    /// Events the shim could not record so far (a running total).
+    Dropped(u64),
+    /// A message from the shim about itself (why tracing stopped, what it could not do).
+    Note(Note),
+    /// The shim closed the trace in an orderly way. A trace without it is truncated.
+    End(End),
+    /// A CUDA allocation succeeded (device, managed, pinned host, registered, reserved or physical).
+    DeviceAlloc(DeviceAlloc),
+    /// A CUDA allocation is about to be released (recorded before the real call).
+    DeviceFree(DeviceFree),
+    /// A CUDA memory call failed.
+    CudaFailure(CudaFailure),
+    /// What the driver said about free and total device memory (`cuMemGetInfo`).
+    MemInfo(MemInfo),
+    /// A unified-memory hint: prefetch or advise.
+    ManagedHint(ManagedHint),
+    /// A memory copy through the driver; the event time is when the call started.
+    Copy(Transfer),
+    /// The machine's NUMA nodes, written at the start of the trace.
+    Topology(Vec<NumaNode>),
+    /// The C library's heap statistics and the process's resident memory, sampled while it runs.
+    HeapStats(HeapStats),
+    /// The process's performance counters at the end, or why each could not be read.
+    Counters(Vec<Counter>),
+    /// A NUMA placement or CPU affinity call.
+    NumaCall(NumaCall),
+    /// The CPU the thread that made a large allocation was running on (sent right after its Alloc).
+    AllocCpu(AllocCpu),
+    /// Where the pages of a large block are: sampled after the block was first touched.
+    Placement(Placement),
+    /// Host allocations are sampled: on average one stack per this many bytes allocated. Every
+    /// allocation and free is still recorded; unsampled ones carry the stack id [`UNSAMPLED`].
+    Sampling(u64),
+    /// An entry of the string table (Python function and file names), defined once. Since version 3.
+    PyString(PyString),
+    /// A Python code object (a function) whose frames stacks refer to. Since version 3.
+    PyCode(PyCode),
+    /// The CPython interpreter the process runs, and whether its frames are recorded. Since version 3.
+    Python(PythonRuntime),
+    /// The process is one rank of a distributed job (torchrun, Slurm, MPI). Since version 3.
+    Rank(RankInfo),
+    /// The machine's GPUs as NVML describes them, once the process used CUDA. Since version 3.
+    Gpus(Vec<GpuInfo>),
+    /// NVML's readings of every GPU at one moment. Since version 3.
+    GpuSamples(Vec<GpuSample>),
+}
+
+impl Record {
+    /// True for the records that name what events refer to (stacks, modules, symbols, Python code
+    /// objects) or that close the trace: since version 4 they travel in frames of their own, so a
+    /// reader that only needs names can skip the event frames without decoding them.
+    pub fn names_frames(&self) -> bool {
+        matches!(
+            self,
+            Record::Stack(_)
+                | Record::ModuleLoad(_)
+                | Record::ModuleUnload(_)
+                | Record::Symbols(_)
+                | Record::End(_)
+                | Record::Note(_)
+                | Record::PyString(_)
+                | Record::PyCode(_)
+                | Record::Python(_)
+        )
+    }
+}

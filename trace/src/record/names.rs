@@ -1,0 +1,93 @@
+//! What names the addresses of events: stacks, loaded modules and symbols, and the trace's end.
+use serde::{Deserialize, Serialize};
+
+/// The frames of one stack: return addresses, innermost first, the shim's own frames removed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackDef {
+    /// The id events use.
+    pub id: u32,
+    /// Return addresses, innermost first.
+    pub frames: Vec<u64>,
+}
+
+/// A loaded segment of a module, in the process's addresses.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Segment {
+    /// First address.
+    pub start: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// True for executable segments.
+    pub exec: bool,
+}
+
+/// A loaded object: enough to symbolize its addresses offline.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Module {
+    /// The path it was loaded from.
+    pub path: String,
+    /// The load bias: process address minus the address in the file.
+    pub base: u64,
+    /// The GNU build id, empty when the object has none.
+    pub build_id: Vec<u8>,
+    /// Its loaded segments.
+    pub segments: Vec<Segment>,
+}
+
+/// A module that was unloaded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleUnload {
+    /// The path it was loaded from.
+    pub path: String,
+    /// Its load bias.
+    pub base: u64,
+}
+
+/// One source-level frame of a symbolized address (inlined calls give several).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SymFrame {
+    /// Demangled function name.
+    pub function: Option<String>,
+    /// Source file.
+    pub file: Option<String>,
+    /// Source line, 0 when unknown.
+    pub line: u32,
+}
+
+/// What a return address resolved to, innermost inlined frame first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Symbol {
+    /// The return address as it appears in stacks.
+    pub addr: u64,
+    /// Its frames, innermost first; empty when nothing was found.
+    pub frames: Vec<SymFrame>,
+}
+
+/// A note from the shim.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Note {
+    /// The note, a whole sentence.
+    pub text: String,
+}
+
+/// How the trace ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EndReason {
+    /// The process exited normally (`exit` or return from `main`).
+    Exit,
+    /// The process called `_exit` or `_Exit`.
+    QuickExit,
+    /// The process replaced itself with `exec`.
+    Exec,
+    /// The shim stopped tracing because of an internal failure (see the notes).
+    Failure,
+}
+
+/// The orderly end of a trace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct End {
+    /// Why the trace ended.
+    pub reason: EndReason,
+    /// Events the shim could not record.
+    pub dropped_events: u64,
+}
