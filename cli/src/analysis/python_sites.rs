@@ -3,6 +3,8 @@
 //! user acts on. Stacks with the same Python frames form one site, represented by the smallest stack
 //! id among them, so its native frames stay one level down. Stacks without Python frames keep their
 //! own sites.
+use std::borrow::Cow;
+
 use memshim_trace::FrameRef;
 use rustc_hash::FxHashMap as HashMap;
 
@@ -36,16 +38,20 @@ pub fn site_of(groups: &HashMap<u32, u32>, stack: u32) -> u32 {
     groups.get(&stack).copied().unwrap_or(stack)
 }
 
-/// `sites` with the stacks of each Python location added together.
-pub fn regroup(
-    sites: &HashMap<u32, SiteStats>,
+/// `sites` with the stacks of each Python location added together (`sites` itself when no two
+/// stacks share their Python frames, as in every process without Python).
+pub fn regroup<'a>(
+    sites: &'a HashMap<u32, SiteStats>,
     groups: &HashMap<u32, u32>,
-) -> HashMap<u32, SiteStats> {
+) -> Cow<'a, HashMap<u32, SiteStats>> {
+    if groups.is_empty() {
+        return Cow::Borrowed(sites);
+    }
     let mut out: HashMap<u32, SiteStats> = HashMap::default();
     for (id, s) in sites {
         out.entry(site_of(groups, *id)).or_default().absorb(s);
     }
-    out
+    Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -79,6 +85,10 @@ mod tests {
             .into_iter()
             .collect();
         let r = regroup(&sites, &g);
+        assert!(matches!(
+            regroup(&sites, &HashMap::default()),
+            Cow::Borrowed(_)
+        ));
         assert_eq!(r.len(), 2);
         assert_eq!(r[&3].live_bytes, 300);
         assert_eq!(r[&3].allocations, 3);

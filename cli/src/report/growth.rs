@@ -28,10 +28,8 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
         .iter()
         .filter_map(|k| t.device.kinds.get(k))
         .collect();
-    let dev_sites = regroup(
-        &merge_sites(dev_heaps.iter().map(|h| h.sites())),
-        &t.py_groups,
-    );
+    let dev_merged = merge_sites(dev_heaps.iter().map(|h| h.sites()));
+    let dev_sites = regroup(&dev_merged, &t.py_groups);
     let dev_end = dev_heaps.iter().map(|h| h.last_t).max().unwrap_or(0);
     let device = growing(
         dev_sites.iter().map(|(k, v)| (*k, v)),
