@@ -19,7 +19,7 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
     let seen = modules::counters();
     crate::threads::spawn(c"memshim-sampler", move || {
         let mut seen = seen;
-        let mut heap = HeapPace::default();
+        let mut heap = Pace::new(1, HEAP_SLOW);
         let mut gpus = GpuSampling::default();
         loop {
             std::thread::sleep(PERIOD);
@@ -59,12 +59,22 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
 }
 
 /// NVML, started once the process used CUDA; read every `every` periods, less often when slow.
-#[derive(Default)]
 struct GpuSampling {
     nvml: Option<crate::nvml::Nvml>,
     tried: bool,
     described: bool,
-    pace: HeapPace,
+    pace: Pace,
+}
+
+impl Default for GpuSampling {
+    fn default() -> Self {
+        GpuSampling {
+            nvml: None,
+            tried: false,
+            described: false,
+            pace: Pace::new(2, GPU_SLOW),
+        }
+    }
 }
 
 /// A GPU reading that takes longer than this halves the reading rate.
@@ -79,7 +89,6 @@ impl GpuSampling {
             }
             self.tried = true;
             self.nvml = crate::nvml::Nvml::start(pid);
-            self.pace = HeapPace { every: 2, tick: 0 };
         }
         let nvml = self.nvml.as_ref()?;
         if !self.described {
@@ -91,32 +100,35 @@ impl GpuSampling {
         }
         let start = std::time::Instant::now();
         let samples = nvml.sample();
-        if start.elapsed() > GPU_SLOW {
-            self.pace.every = (self.pace.every * 2).min(MAX_TICKS);
-        }
+        self.pace.took(start.elapsed());
         Some(Record::GpuSamples(samples))
     }
 }
 
-/// How often the heap statistics are taken. glibc's `mallinfo2` walks every free chunk while holding
-/// each arena's lock, so on a large fragmented heap it can hold up the program's own allocations:
-/// when a sample takes more than `SLOW`, the interval doubles (up to every `MAX_TICKS` periods).
+/// How often a sample is taken, in sampler periods: when one takes longer than `slow`, the interval
+/// doubles (up to every `MAX_TICKS` periods). glibc's `mallinfo2` walks every free chunk while
+/// holding each arena's lock, so on a large fragmented heap it can hold up the program's own
+/// allocations; an NVML reading can block for tens of milliseconds.
 #[derive(Debug)]
-struct HeapPace {
+struct Pace {
     every: u32,
     tick: u32,
+    slow: Duration,
 }
 
-const SLOW: Duration = Duration::from_micros(500);
+/// A heap-statistics sample slower than this halves the heap sampling rate.
+const HEAP_SLOW: Duration = Duration::from_micros(500);
 const MAX_TICKS: u32 = 100;
 
-impl Default for HeapPace {
-    fn default() -> Self {
-        HeapPace { every: 1, tick: 0 }
+impl Pace {
+    fn new(every: u32, slow: Duration) -> Pace {
+        Pace {
+            every,
+            tick: 0,
+            slow,
+        }
     }
-}
 
-impl HeapPace {
     fn due(&mut self) -> bool {
         self.tick += 1;
         if self.tick >= self.every {
@@ -128,7 +140,7 @@ impl HeapPace {
     }
 
     fn took(&mut self, d: Duration) {
-        if d > SLOW {
+        if d > self.slow {
             self.every = (self.every * 2).min(MAX_TICKS);
         }
     }
@@ -140,7 +152,7 @@ mod tests {
 
     #[test]
     fn slow_samples_back_off_to_a_limit() {
-        let mut p = HeapPace::default();
+        let mut p = Pace::new(1, HEAP_SLOW);
         assert!(p.due() && p.due());
         for _ in 0..20 {
             p.took(Duration::from_millis(5));
@@ -150,5 +162,15 @@ mod tests {
         assert_eq!(due, 10);
         p.took(Duration::from_micros(10));
         assert_eq!(p.every, MAX_TICKS, "fast samples do not speed it up again");
+    }
+
+    #[test]
+    fn each_pace_has_its_own_threshold() {
+        let mut gpu = Pace::new(2, GPU_SLOW);
+        gpu.took(Duration::from_millis(5));
+        assert_eq!(gpu.every, 2, "5 ms is fast for an NVML reading");
+        gpu.took(Duration::from_millis(50));
+        assert_eq!(gpu.every, 4);
+        assert!(!gpu.due() && !gpu.due() && !gpu.due() && gpu.due());
     }
 }
