@@ -224,7 +224,7 @@ impl Markdown {
                 d.failures.len()
             )?;
             for g in &d.gpus {
-                writeln!(out, "- {}", super::text::gpu_line(g))?;
+                writeln!(out, "- {}", super::gpu_line(g))?;
             }
             if !d.gpus.is_empty() {
                 writeln!(out)?;

@@ -57,6 +57,40 @@ pub fn rank_cells(row: &crate::report::model::RankRow) -> [String; 10] {
     ]
 }
 
+/// One GPU as NVML saw it, in one line.
+pub fn gpu_line(g: &crate::report::model::GpuOut) -> String {
+    let process = g
+        .peak_process_bytes
+        .map(|b| {
+            format!(
+                "the driver counted up to {} for this process; ",
+                human_bytes(b)
+            )
+        })
+        .unwrap_or_default();
+    let node = if g.numa_node >= 0 {
+        format!(", NUMA node {}", g.numa_node)
+    } else {
+        String::new()
+    };
+    let util = match (g.mean_gpu_util, g.mean_memory_util) {
+        (Some(gpu), Some(mem)) => {
+            format!("; kernels ran {gpu:.0}% of the time, memory busy {mem:.0}%")
+        }
+        _ => String::new(),
+    };
+    format!(
+        "NVML GPU {} {} ({}): PCIe gen{} x{}{node}; {process}all processes used up to {} of {}{util}",
+        g.index,
+        g.name,
+        g.uuid,
+        g.pcie_generation,
+        g.pcie_width,
+        human_bytes(g.peak_used_bytes),
+        human_bytes(g.total_bytes)
+    )
+}
+
 /// How a site's stack is shown: for a stack with Python frames, those frames (the lines a user acts
 /// on, innermost first), then the native frames above the innermost of them (what that line called
 /// into, innermost first); for a native stack, its frames and nothing else.

@@ -296,7 +296,7 @@ impl Text {
             )?;
         }
         for g in &d.gpus {
-            writeln!(out, "  {}", gpu_line(g))?;
+            writeln!(out, "  {}", super::gpu_line(g))?;
         }
         for k in &d.kinds {
             writeln!(
@@ -449,40 +449,6 @@ impl Text {
         }
         Ok(())
     }
-}
-
-/// One GPU as NVML saw it, in one line.
-pub fn gpu_line(g: &crate::report::model::GpuOut) -> String {
-    let process = g
-        .peak_process_bytes
-        .map(|b| {
-            format!(
-                "the driver counted up to {} for this process; ",
-                human_bytes(b)
-            )
-        })
-        .unwrap_or_default();
-    let node = if g.numa_node >= 0 {
-        format!(", NUMA node {}", g.numa_node)
-    } else {
-        String::new()
-    };
-    let util = match (g.mean_gpu_util, g.mean_memory_util) {
-        (Some(gpu), Some(mem)) => {
-            format!("; kernels ran {gpu:.0}% of the time, memory busy {mem:.0}%")
-        }
-        _ => String::new(),
-    };
-    format!(
-        "NVML GPU {} {} ({}): PCIe gen{} x{}{node}; {process}all processes used up to {} of {}{util}",
-        g.index,
-        g.name,
-        g.uuid,
-        g.pcie_generation,
-        g.pcie_width,
-        human_bytes(g.peak_used_bytes),
-        human_bytes(g.total_bytes)
-    )
 }
 
 /// A site's stack: up to `shown` frames, Python frames first with the native frames they called
