@@ -1,13 +1,14 @@
 //! Python frames: `examples/python/leaks/python_leaks.py` leaks from named functions through ctypes'
 //! malloc, a bytearray, a C extension and a thread; every CPython 3.9-3.13 found on the machine runs
 //! it under `memshim run`, and each leak site must name the function, file and line exactly.
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 
 use crate::report::{bytes_count, dump, frames, process_by_exe, report_json, sites};
-use crate::util::{memshim_cmd, run_ok, TestDir};
+use crate::util::{memshim_cmd, run_ok, Outcome, TestDir};
 
 fn leaks_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/python/leaks")
@@ -54,6 +55,31 @@ fn interpreters() -> Vec<PathBuf> {
     found
 }
 
+/// `memshim run --quiet -o <traces> <flags> -- <python> <args>` in `dir`, with `env` set and no
+/// bytecode files written next to the scripts; it must exit 0.
+fn run_python(
+    dir: &TestDir,
+    traces: &Path,
+    flags: &[&str],
+    python: &Path,
+    args: &[&OsStr],
+    env: &[(&str, &OsStr)],
+) -> Outcome {
+    let mut cmd = memshim_cmd();
+    cmd.args(["run", "--quiet", "-o"])
+        .arg(traces)
+        .args(flags)
+        .arg("--")
+        .arg(python)
+        .args(args)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .current_dir(&dir.root);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    run_ok(&mut cmd)
+}
+
 /// Builds the `heldext` C extension for `python` into `dir`.
 fn build_extension(python: &Path, dir: &Path) {
     let out = Command::new(python)
@@ -90,17 +116,15 @@ fn run_script(python: &Path, test: &str, env: &[(&str, &str)]) -> (Value, TestDi
         dir.root.join("python_leaks.py"),
     )
     .expect("copy the script");
-    let mut cmd = memshim_cmd();
-    cmd.args(["run", "--quiet", "-o"])
-        .arg(dir.traces())
-        .arg("--")
-        .arg(python)
-        .arg("python_leaks.py")
-        .current_dir(&dir.root);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    run_ok(&mut cmd);
+    let env: Vec<(&str, &OsStr)> = env.iter().map(|(k, v)| (*k, OsStr::new(v))).collect();
+    run_python(
+        &dir,
+        &dir.traces(),
+        &[],
+        python,
+        &[OsStr::new("python_leaks.py")],
+        &env,
+    );
     let report = report_json(&dir.traces());
     let exe = python.file_name().unwrap().to_string_lossy().into_owned();
     let p = process_by_exe(&report, &exe).clone();
@@ -234,10 +258,9 @@ fn python_malloc_shows_each_small_object_at_its_line() {
             dir.root.join("small_objects.py"),
         )
         .expect("copy the script");
-        let mut cmd = memshim_cmd();
-        cmd.args(["run", "--quiet", "-o"]).arg(dir.traces());
-        cmd.args(flag).arg("--").arg(python).arg("small_objects.py");
-        run_ok(cmd.current_dir(&dir.root));
+        let flags: Vec<&str> = flag.into_iter().collect();
+        let script = [OsStr::new("small_objects.py")];
+        run_python(&dir, &dir.traces(), &flags, python, &script, &[]);
         process_by_exe(&report_json(&dir.traces()), &exe).clone()
     };
     let line_11 = |p: &Value| -> Option<(u64, u64)> {
@@ -277,15 +300,9 @@ fn device_memory_names_python_lines_and_lends_main_thread_frames_to_native_threa
             dir.root.join("cuda_from_python.py"),
         )
         .expect("copy the script");
-        let mut cmd = memshim_cmd();
-        cmd.args(["run", "--quiet", "-o"])
-            .arg(dir.traces())
-            .arg("--")
-            .arg(&python)
-            .arg("cuda_from_python.py")
-            .env("LD_LIBRARY_PATH", &cuda)
-            .current_dir(&dir.root);
-        run_ok(&mut cmd);
+        let script = [OsStr::new("cuda_from_python.py")];
+        let env = [("LD_LIBRARY_PATH", cuda.as_os_str())];
+        run_python(&dir, &dir.traces(), &[], &python, &script, &env);
         let report = report_json(&dir.traces());
         let p = process_by_exe(&report, &name);
         let device = sites(p, "device");
@@ -327,15 +344,8 @@ fn a_forked_process_running_the_dataloader_worker_loop_is_a_dataloader_worker() 
     let python = &interpreters()[0];
     let dir = TestDir::new("python_dataloader_role");
     let fakes = Path::new(env!("CARGO_MANIFEST_DIR")).join("e2e/python_fakes");
-    let mut cmd = memshim_cmd();
-    cmd.args(["run", "--quiet", "-o"])
-        .arg(dir.traces())
-        .arg("--")
-        .arg(python)
-        .arg(fakes.join("loader_fork.py"))
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .current_dir(&dir.root);
-    run_ok(&mut cmd);
+    let script = fakes.join("loader_fork.py");
+    run_python(&dir, &dir.traces(), &[], python, &[script.as_os_str()], &[]);
     let report = report_json(&dir.traces());
     let roles: Vec<(bool, &str)> = report["processes"]
         .as_array()
@@ -354,16 +364,9 @@ fn many_threads_generators_and_daemon_threads_at_shutdown_never_crash() {
         let dir = TestDir::new(&format!("python_stress_{name}"));
         for round in 0..2 {
             let traces = dir.root.join(format!("traces{round}"));
-            let mut cmd = memshim_cmd();
-            cmd.args(["run", "--quiet", "-o"])
-                .arg(&traces)
-                .arg("--")
-                .arg(&python)
-                .arg(fakes.join("stress_threads.py"))
-                .arg("300")
-                .env("PYTHONDONTWRITEBYTECODE", "1")
-                .current_dir(&dir.root);
-            let out = run_ok(&mut cmd);
+            let script = fakes.join("stress_threads.py");
+            let args = [script.as_os_str(), OsStr::new("300")];
+            let out = run_python(&dir, &traces, &[], &python, &args, &[]);
             assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok", "{name}");
             let report = report_json(&traces);
             let p = process_by_exe(&report, &name);
