@@ -134,6 +134,8 @@ pub fn kind_name(r: &Record) -> &'static str {
         Record::MemInfo(_) => "mem_info",
         Record::ManagedHint(_) => "managed_hint",
         Record::Copy(_) => "copy",
+        Record::TimedCopy(_) => "timed_copy",
+        Record::CopyTime(_) => "copy_time",
         Record::Sampling(_) => "sampling",
         Record::Topology(_) => "topology",
         Record::HeapStats(_) => "heap_stats",
@@ -415,6 +417,10 @@ fn apply(r: &mut Replayed, ev: Event) {
         Record::MemInfo(m) => r.device.mem_info(&m),
         Record::ManagedHint(h) => r.device.hint(&h),
         Record::Copy(c) => r.transfers.copy(ev.t, ev.tid, &c, &r.device, &r.heap),
+        Record::TimedCopy(c) => r
+            .transfers
+            .timed_copy(ev.t, ev.tid, &c.copy, c.timer, &r.device, &r.heap),
+        Record::CopyTime(ct) => r.transfers.copy_time(&ct),
         Record::Sampling(bytes) => r.heap.sample_bytes = bytes,
         Record::Topology(nodes) => r.topology = nodes,
         Record::HeapStats(h) => r.fragmentation.sample(ev.t, &h),

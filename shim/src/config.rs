@@ -44,6 +44,8 @@ pub struct Config {
     pub sample_bytes: u64,
     /// Host blocks at least this big have their pages' NUMA nodes sampled; 0 never.
     pub placement_bytes: u64,
+    /// Asynchronous copies of at least this many bytes are timed on the GPU with events; 0 never.
+    pub copy_event_bytes: u64,
     /// No message at exit.
     pub quiet: bool,
     /// Record nothing.
@@ -130,11 +132,24 @@ impl Config {
                 1 << 20
             }),
         };
+        // Smaller copies are dominated by launch latency, where a bandwidth means little and two event
+        // records would cost more than the copy's own call.
+        let copy_event_bytes = match get("MEMSHIM_COPY_EVENT_BYTES").as_deref() {
+            None | Some("") => 64 << 10,
+            Some("off") => 0,
+            Some(v) => parse_bytes(v).map(|n| n.max(1)).unwrap_or_else(|| {
+                warnings.push(format!(
+                    "MEMSHIM_COPY_EVENT_BYTES={v} is not a byte count or off; using 64K"
+                ));
+                64 << 10
+            }),
+        };
         Config {
             output_dir: get("MEMSHIM_OUTPUT").unwrap_or_default(),
             unwind,
             sample_bytes,
             placement_bytes,
+            copy_event_bytes,
             stack_depth,
             heap,
             mmap,
@@ -220,5 +235,26 @@ mod tests {
         let c = cfg(&[("MEMSHIM_STACK_DEPTH", "9999")]);
         assert_eq!(c.stack_depth, 64);
         assert!(c.warnings[0].contains("1 to 256"));
+    }
+
+    #[test]
+    fn copy_event_threshold() {
+        assert_eq!(cfg(&[]).copy_event_bytes, 64 << 10);
+        assert_eq!(
+            cfg(&[("MEMSHIM_COPY_EVENT_BYTES", "1M")]).copy_event_bytes,
+            1 << 20
+        );
+        assert_eq!(
+            cfg(&[("MEMSHIM_COPY_EVENT_BYTES", "off")]).copy_event_bytes,
+            0
+        );
+        // 0 would read as "never"; a threshold of 0 bytes means every copy.
+        assert_eq!(
+            cfg(&[("MEMSHIM_COPY_EVENT_BYTES", "0")]).copy_event_bytes,
+            1
+        );
+        let c = cfg(&[("MEMSHIM_COPY_EVENT_BYTES", "big")]);
+        assert_eq!(c.copy_event_bytes, 64 << 10);
+        assert!(c.warnings[0].contains("MEMSHIM_COPY_EVENT_BYTES=big"));
     }
 }

@@ -21,10 +21,19 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
         let mut seen = seen;
         let mut heap = Pace::new(1, HEAP_SLOW);
         let mut gpus = GpuSampling::default();
+        let mut poller = false;
         loop {
             std::thread::sleep(PERIOD);
             if sys::getpid() != pid {
                 return;
+            }
+            if !poller && crate::cuda::record::used() && crate::session::cuda_enabled() {
+                poller = true;
+                if let Err(e) = crate::cuda::poller::spawn(tx.clone(), pid) {
+                    crate::session::warn(&format!(
+                        "cannot start the copy-timing thread ({e}): async copies are not timed on the GPU"
+                    ));
+                }
             }
             if let Some(record) = gpus.tick(pid) {
                 if tx.send(Msg::Record(record)).is_err() {

@@ -431,6 +431,7 @@ fn set_stack(record: &mut Record, id: u32) {
         Record::CudaFailure(r) => r.stack = id,
         Record::ManagedHint(r) => r.stack = id,
         Record::Copy(r) => r.stack = id,
+        Record::TimedCopy(r) => r.copy.stack = id,
         Record::NumaCall(r) => r.stack = id,
         _ => {}
     }

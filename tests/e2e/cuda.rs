@@ -46,7 +46,7 @@ pub fn build(dir: &TestDir) -> PathBuf {
 }
 
 /// Runs `memshim run --quiet` on a stand-in program; returns its stdout and the report.
-fn traced_cuda(dir: &TestDir, name: &str, env: &[(&str, &str)]) -> (String, Value) {
+pub fn traced_cuda(dir: &TestDir, name: &str, env: &[(&str, &str)]) -> (String, Value) {
     let bin = build(dir);
     let mut cmd = Command::new(&artifacts().memshim);
     cmd.args(["run", "--quiet", "-o"])

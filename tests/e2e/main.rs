@@ -6,6 +6,7 @@
 //! `$TMPDIR/memshim-e2e/<test name>`, so they run in parallel.
 
 mod cuda;
+mod cuda_timing;
 mod formats;
 mod heap;
 mod numa;

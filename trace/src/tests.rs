@@ -49,6 +49,33 @@ fn events_n(n: u64) -> Vec<Event> {
             first_line: 40,
         }),
     });
+    // Version 5: an event-timed copy and, later, its GPU time.
+    v.push(Event {
+        t: 6_000_000,
+        tid: 101,
+        record: Record::TimedCopy(TimedCopy {
+            copy: Transfer {
+                api: CopyApi::MemcpyHtoDAsync,
+                dst: 0x7000_0000_0000,
+                src: 0x5555_0001_0000,
+                size: 1 << 20,
+                stream: 0x1234,
+                duration_ns: 2_000,
+                result: 0,
+                device: 0,
+                stack: 0,
+            },
+            timer: 1,
+        }),
+    });
+    v.push(Event {
+        t: 6_100_000,
+        tid: 0,
+        record: Record::CopyTime(CopyTime {
+            timer: 1,
+            gpu_ns: 65_536,
+        }),
+    });
     for i in 0..n {
         v.push(Event {
             // Not monotonic on purpose: threads reach the writer out of time order.
@@ -163,7 +190,7 @@ fn newer_version_names_both_versions() {
     let err = read_all(&bytes).err().unwrap();
     let msg = err.to_string();
     assert!(
-        msg.contains("version 7") && msg.contains("versions 1 to 4"),
+        msg.contains("version 7") && msg.contains("versions 1 to 5"),
         "{msg}"
     );
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use memshim_trace::{CopyApi, DeviceMemory, Transfer};
+use memshim_trace::{CopyApi, CopyTime, DeviceMemory, Transfer};
 
 use super::device::Device;
 use super::heap::Heap;
@@ -48,6 +48,10 @@ pub struct Totals {
     /// Asynchronous copies and how long their calls blocked the caller.
     pub async_count: u64,
     pub async_blocked_ns: u64,
+    /// Asynchronous copies timed on the GPU with events, their bytes and their GPU time.
+    pub gpu_timed_count: u64,
+    pub gpu_timed_bytes: u64,
+    pub gpu_ns: u64,
 }
 
 impl Totals {
@@ -60,6 +64,15 @@ impl Totals {
         self.sync_ns += o.sync_ns;
         self.async_count += o.async_count;
         self.async_blocked_ns += o.async_blocked_ns;
+        self.gpu_timed_count += o.gpu_timed_count;
+        self.gpu_timed_bytes += o.gpu_timed_bytes;
+        self.gpu_ns += o.gpu_ns;
+    }
+
+    fn add_gpu_time(&mut self, bytes: u64, ns: u64) {
+        self.gpu_timed_count += 1;
+        self.gpu_timed_bytes += bytes;
+        self.gpu_ns += ns;
     }
 
     fn add(&mut self, c: &Transfer) {
@@ -93,8 +106,21 @@ pub struct Transfers {
     pub repeated: HashMap<(u64, u64, u64), u64>,
     /// Copies that failed.
     pub failed: u64,
-    /// The first copies, for timelines: (start ns, duration ns, thread, direction, host memory, bytes).
+    /// The first copies, for timelines: (start ns, duration ns, thread, direction, host memory,
+    /// bytes); an event-timed copy's duration is its GPU time once known.
     pub timeline: Vec<(u64, u64, u32, Direction, HostMemory, u64)>,
+    /// Event-timed copies whose GPU time has not come yet, by timer.
+    in_flight: HashMap<u32, InFlight>,
+}
+
+/// What a GPU time, when it comes, is added to.
+#[derive(Debug)]
+struct InFlight {
+    dir: Direction,
+    host: HostMemory,
+    stack: u32,
+    bytes: u64,
+    timeline: Option<usize>,
 }
 
 /// Copies kept for timelines.
@@ -104,15 +130,71 @@ impl Transfers {
     /// A copy; `device` knows which addresses are CUDA memory at this moment, `heap` which host
     /// blocks are live.
     pub fn copy(&mut self, t: u64, tid: u32, c: &Transfer, device: &Device, heap: &Heap) {
+        self.record(t, tid, c, device, heap);
+    }
+
+    /// A copy timed on the GPU: its time comes later, in a [`CopyTime`] with the same timer.
+    pub fn timed_copy(
+        &mut self,
+        t: u64,
+        tid: u32,
+        c: &Transfer,
+        timer: u32,
+        device: &Device,
+        heap: &Heap,
+    ) {
+        if let Some((dir, host, timeline)) = self.record(t, tid, c, device, heap) {
+            self.in_flight.insert(
+                timer,
+                InFlight {
+                    dir,
+                    host,
+                    stack: c.stack,
+                    bytes: c.size,
+                    timeline,
+                },
+            );
+        }
+    }
+
+    /// The GPU time of an event-timed copy. One whose copy is unknown (lost with dropped events)
+    /// is ignored.
+    pub fn copy_time(&mut self, ct: &CopyTime) {
+        let Some(f) = self.in_flight.remove(&ct.timer) else {
+            return;
+        };
+        self.by_kind
+            .entry((f.dir, f.host))
+            .or_default()
+            .add_gpu_time(f.bytes, ct.gpu_ns);
+        self.by_site
+            .entry((f.dir, f.host, f.stack))
+            .or_default()
+            .add_gpu_time(f.bytes, ct.gpu_ns);
+        if let Some(entry) = f.timeline.and_then(|i| self.timeline.get_mut(i)) {
+            entry.1 = ct.gpu_ns;
+        }
+    }
+
+    /// Counts a copy; for a successful one, its class and its place on the timeline.
+    fn record(
+        &mut self,
+        t: u64,
+        tid: u32,
+        c: &Transfer,
+        device: &Device,
+        heap: &Heap,
+    ) -> Option<(Direction, HostMemory, Option<usize>)> {
         if c.result != 0 {
             self.failed += 1;
-            return;
+            return None;
         }
         let (dir, host) = classify(c, device);
-        if self.timeline.len() < TIMELINE_COPIES {
+        let timeline = (self.timeline.len() < TIMELINE_COPIES).then(|| {
             self.timeline
                 .push((t, c.duration_ns, tid, dir, host, c.size));
-        }
+            self.timeline.len() - 1
+        });
         self.by_kind.entry((dir, host)).or_default().add(c);
         self.by_site.entry((dir, host, c.stack)).or_default().add(c);
         let bucket = SIZE_BUCKETS
@@ -125,6 +207,7 @@ impl Transfers {
                 *self.repeated.entry((c.src, c.size, serial)).or_default() += 1;
             }
         }
+        Some((dir, host, timeline))
     }
 }
 
@@ -262,5 +345,42 @@ mod tests {
         assert_eq!(k(Direction::DtoH, HostMemory::Pageable).bytes, 50);
         assert_eq!(k(Direction::DtoD, HostMemory::Device).count, 1);
         assert_eq!(t.histogram, [2, 3, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn gpu_times_join_their_copies_by_timer() {
+        let mut d = Device::default();
+        alloc(&mut d, DeviceMemory::Device, 0x10_0000, 0x1000);
+        alloc(&mut d, DeviceMemory::PinnedHost, 0x20_0000, 0x1000);
+        let h = Heap::default();
+        let mut t = Transfers::default();
+        let c = copy(CopyApi::MemcpyHtoDAsync, 0x10_0000, 0x20_0000, 4096, 100);
+        t.timed_copy(5, 1, &c, 7, &d, &h);
+        t.timed_copy(6, 1, &c, 8, &d, &h);
+        // A time for a copy never seen (dropped), and one that comes twice, change nothing.
+        t.copy_time(&CopyTime {
+            timer: 99,
+            gpu_ns: 1,
+        });
+        t.copy_time(&CopyTime {
+            timer: 7,
+            gpu_ns: 256,
+        });
+        t.copy_time(&CopyTime {
+            timer: 7,
+            gpu_ns: 256,
+        });
+        let k = &t.by_kind[&(Direction::HtoD, HostMemory::Pinned)];
+        assert_eq!((k.count, k.async_count, k.async_blocked_ns), (2, 2, 200));
+        assert_eq!(
+            (k.gpu_timed_count, k.gpu_timed_bytes, k.gpu_ns),
+            (1, 4096, 256)
+        );
+        assert_eq!(
+            t.by_site[&(Direction::HtoD, HostMemory::Pinned, 1)].gpu_ns,
+            256
+        );
+        assert_eq!(t.timeline[0].1, 256, "the timeline shows the GPU time");
+        assert_eq!(t.timeline[1].1, 100, "still in flight: the call's time");
     }
 }

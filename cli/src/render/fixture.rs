@@ -228,6 +228,9 @@ pub fn report() -> Report {
         ceiling_gbps: None,
         async_count: 10,
         async_blocked_seconds: 0.125,
+        gpu_timed_count: 8,
+        gpu_seconds: Some(0.05),
+        gpu_gbps: Some(6.71),
     }];
     main.growth.host = vec![GrowthSite {
         from_bytes: 1 << 10,

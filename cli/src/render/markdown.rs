@@ -237,19 +237,23 @@ impl Markdown {
             writeln!(out, "### Transfers\n")?;
             writeln!(
                 out,
-                "| direction | host memory | copies | bytes | sync GB/s | async blocked |"
+                "| direction | host memory | copies | bytes | sync GB/s | async blocked | async GPU GB/s |"
             )?;
-            writeln!(out, "|---|---|---|---|---|---|")?;
+            writeln!(out, "|---|---|---|---|---|---|---|")?;
             for r in &p.transfers.summary {
                 writeln!(
                     out,
-                    "| {} | {} | {} | {} | {} | {:.3} ms |",
+                    "| {} | {} | {} | {} | {} | {:.3} ms | {} |",
                     r.direction,
                     r.host_memory,
                     r.count,
                     human_bytes(r.bytes),
                     r.gbps.map_or("–".into(), |g| format!("{g:.2}")),
-                    r.async_blocked_seconds * 1e3
+                    r.async_blocked_seconds * 1e3,
+                    r.gpu_gbps.map_or("–".into(), |g| format!(
+                        "{g:.2} ({} timed)",
+                        r.gpu_timed_count
+                    ))
                 )?;
             }
             writeln!(out)?;

@@ -222,8 +222,16 @@ impl Text {
                 _ => String::new(),
             };
             let asynchronous = if r.async_count > 0 {
+                let gpu = match (r.gpu_seconds, r.gpu_gbps) {
+                    (Some(s), Some(g)) => format!(
+                        ", {} on the GPU {:.3} ms at {g:.2} GB/s",
+                        r.gpu_timed_count,
+                        s * 1e3
+                    ),
+                    _ => String::new(),
+                };
                 format!(
-                    "{} async, caller blocked {:.3} ms",
+                    "{} async, caller blocked {:.3} ms{gpu}",
                     r.async_count,
                     r.async_blocked_seconds * 1e3
                 )

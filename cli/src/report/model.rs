@@ -252,6 +252,11 @@ pub struct TransferRow {
     /// Asynchronous copies, and how long their calls blocked the caller.
     pub async_count: u64,
     pub async_blocked_seconds: f64,
+    /// Asynchronous copies timed on the GPU with events (those of `MEMSHIM_COPY_EVENT_BYTES`, 64 KiB
+    /// by default, or more), their GPU time, and their bandwidth in GB/s; null when none was timed.
+    pub gpu_timed_count: u64,
+    pub gpu_seconds: Option<f64>,
+    pub gpu_gbps: Option<f64>,
 }
 
 /// A call site of copies.
@@ -264,6 +269,9 @@ pub struct TransferSite {
     pub seconds: Option<f64>,
     pub async_count: u64,
     pub async_blocked_seconds: f64,
+    /// As in the summary rows.
+    pub gpu_timed_count: u64,
+    pub gpu_gbps: Option<f64>,
     pub frames: Vec<FrameOut>,
 }
 

@@ -41,6 +41,9 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> TransfersSection {
                 ceiling_gbps: gpu.and_then(|g| g.for_row(direction_name(d), host_name(h))),
                 async_count: x.async_count,
                 async_blocked_seconds: x.async_blocked_ns as f64 / 1e9,
+                gpu_timed_count: x.gpu_timed_count,
+                gpu_seconds: (x.gpu_timed_count > 0).then(|| x.gpu_ns as f64 / 1e9),
+                gpu_gbps: gpu_gbps(x),
             }
         })
         .collect();
@@ -65,6 +68,8 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> TransfersSection {
             seconds: timing(x).0,
             async_count: x.async_count,
             async_blocked_seconds: x.async_blocked_ns as f64 / 1e9,
+            gpu_timed_count: x.gpu_timed_count,
+            gpu_gbps: gpu_gbps(x),
             frames: frames(t, sym, stack),
         })
         .collect();
@@ -94,11 +99,16 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> TransfersSection {
     }
 }
 
-/// Rows far below what this machine reached in `memshim bench`, and what pinning would save.
+/// Rows far below what this machine reached in `memshim bench`, and what pinning would save. A row's
+/// achieved bandwidth is its synchronous copies' or, when it has none, its event-timed async ones'.
 fn against_ceilings(rows: &[TransferRow], g: &crate::bench::ceilings::GpuCeilings) -> Vec<Finding> {
     let mut v = Vec::new();
     for r in rows {
-        let (Some(gbps), Some(ceiling), Some(secs)) = (r.gbps, r.ceiling_gbps, r.seconds) else {
+        let achieved = match (r.gbps, r.seconds) {
+            (Some(gbps), Some(secs)) => Some((gbps, secs)),
+            _ => r.gpu_gbps.zip(r.gpu_seconds),
+        };
+        let (Some((gbps, secs)), Some(ceiling)) = (achieved, r.ceiling_gbps) else {
             continue;
         };
         if gbps < 0.5 * ceiling && r.bytes >= 1 << 20 {
@@ -130,6 +140,11 @@ fn against_ceilings(rows: &[TransferRow], g: &crate::bench::ceilings::GpuCeiling
         }
     }
     v
+}
+
+/// The bandwidth of a group's event-timed copies, in GB/s.
+fn gpu_gbps(x: &Totals) -> Option<f64> {
+    (x.gpu_ns > 0).then(|| x.gpu_timed_bytes as f64 / x.gpu_ns as f64)
 }
 
 fn timing(x: &Totals) -> (Option<f64>, Option<f64>) {
@@ -171,7 +186,7 @@ fn findings(t: &Replayed, sites: &[TransferSite]) -> Vec<Finding> {
                 let pinned = tr
                     .by_kind
                     .get(&(dir, HostMemory::Pinned))
-                    .and_then(|p| timing(p).1);
+                    .and_then(|p| timing(p).1.or_else(|| gpu_gbps(p)));
                 let compare = match (gbps, pinned) {
                     (Some(a), Some(b)) if b > a => format!(
                         ", against {b:.1} GB/s from pinned memory in the same run: pinning would have saved about {:.1} ms",

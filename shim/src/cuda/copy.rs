@@ -1,9 +1,11 @@
 //! Copy wrappers: every 1D, 2D, 3D and peer copy of the driver API and the 1D memsets, timed around
 //! the call. A synchronous copy's call time is its transfer time; an asynchronous one's is how long the
 //! caller was blocked, which is the evidence that an "async" copy from pageable memory ran
-//! synchronously. Whether the host side is pageable, pinned, registered or managed is decided by the
-//! CLI from the recorded allocations. (2D memsets, `cuMemcpyAtoH`-style array copies and
-//! `cuMemcpyBatchAsync` are not recorded yet.)
+//! synchronously. Asynchronous copies of `MEMSHIM_COPY_EVENT_BYTES` or more are also timed on the GPU,
+//! with events recorded around them on their stream (see `events`), which gives their bandwidth.
+//! Whether the host side is pageable, pinned, registered or managed is decided by the CLI from the
+//! recorded allocations. (2D memsets, `cuMemcpyAtoH`-style array copies and `cuMemcpyBatchAsync` are
+//! not recorded yet.)
 //!
 //! # Safety
 //! As for `api`: each `REAL` slot holds the driver function of the same export, called with its own
@@ -14,22 +16,52 @@ use std::ffi::{c_ulonglong, c_void};
 
 use memshim_trace::CopyApi as C;
 
+use super::events;
 use super::record::copy;
+use super::CUresult;
 use crate::clock;
 
 type Ptr = *mut c_void;
 type CPtr = *const c_void;
 type DevPtr = c_ulonglong;
 
+/// A copy as it was made: where, how much, on which stream.
+struct Made {
+    api: C,
+    dst: u64,
+    src: u64,
+    size: u64,
+    stream: u64,
+}
+
+/// Makes the real call, timed around it (and on the GPU when it is asynchronous and large enough),
+/// and records it. `ptsz` says the export is a per-thread-default-stream variant, whose stream 0 is
+/// the calling thread's own.
+fn timed(m: Made, ptsz: bool, call: impl FnOnce() -> CUresult) -> CUresult {
+    let stream = m.stream as usize as Ptr;
+    let gpu = if m.api.is_async() {
+        events::before(m.size, stream, ptsz)
+    } else {
+        None
+    };
+    let t0 = clock::monotonic_ns();
+    let r = call();
+    let t1 = clock::monotonic_ns();
+    let timer = gpu.and_then(|g| events::after(g, stream, ptsz, r));
+    let id = timer.as_ref().map(|t| t.timer);
+    copy(m.api, m.dst, m.src, m.size, m.stream, t0, t1 - t0, r, id);
+    if let Some(t) = timer {
+        t.publish();
+    }
+    r
+}
+
 /// A copy wrapper: times the real call and records it.
 macro_rules! copy_wrapper {
     ($name:ident, $api:expr, ($($arg:ident : $ty:ty),*), dst = $dst:expr, src = $src:expr, size = $size:expr, stream = $stream:expr) => {
         wrapper!($name($($arg: $ty),*) |call| {
-            let t0 = clock::monotonic_ns();
-            let r = call();
-            let t1 = clock::monotonic_ns();
-            copy($api, $dst as u64, $src as u64, $size as u64, $stream as u64, t0, t1 - t0, r);
-            r
+            let made = Made { api: $api, dst: $dst as u64, src: $src as u64, size: $size as u64, stream: $stream as u64 };
+            timed(made, stringify!($name).ends_with("_ptsz"), call)
         });
     };
 }
@@ -75,15 +107,15 @@ copy_wrapper!(cuMemsetD32Async_ptsz, C::MemsetAsync, (dst: DevPtr, v: u32, n: us
 macro_rules! shaped_wrapper {
     ($name:ident, $layout:expr, async = $async:expr, ($($arg:ident : $ty:ty),*), desc = $desc:ident, stream = $stream:expr) => {
         wrapper!($name($($arg: $ty),*) |call| {
-            let t0 = clock::monotonic_ns();
-            let r = call();
-            let t1 = clock::monotonic_ns();
-            // SAFETY: the driver just read the same descriptor; a null one was refused by it (and is
-            // skipped here).
-            if let Some(s) = unsafe { super::shape::read($desc.cast(), &$layout) } {
-                copy(s.api($async), s.dst, s.src, s.size, $stream as u64, t0, t1 - t0, r);
+            // SAFETY: the caller hands the driver this descriptor to read; a null one is skipped
+            // here (and refused by the driver).
+            match unsafe { super::shape::read($desc.cast(), &$layout) } {
+                Some(s) => {
+                    let made = Made { api: s.api($async), dst: s.dst, src: s.src, size: s.size, stream: $stream as u64 };
+                    timed(made, stringify!($name).ends_with("_ptsz"), call)
+                }
+                None => call(),
             }
-            r
         });
     };
 }

@@ -41,6 +41,10 @@ macro_rules! wrapper {
 pub mod api;
 pub mod copy;
 pub mod dlsym;
+pub mod driver;
+pub mod events;
+pub mod lifecycle;
+pub mod poller;
 pub mod record;
 pub mod shape;
 pub mod table;

@@ -1,15 +1,15 @@
 //! Turning wrapped CUDA calls into messages (called with the guard held).
-use std::ffi::c_void;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 use memshim_trace::{
     CopyApi, CudaApi, CudaFailure, DeviceAlloc, DeviceFree, DeviceMemory, ManagedHint, MemInfo,
-    Record, Transfer,
+    Record, TimedCopy, Transfer,
 };
 
+use super::driver::DriverFn;
 use crate::msg::{Msg, StackedMsg};
 use crate::recorder::{call_stack_hash, record_guarded};
-use crate::{clock, guard, real, session};
+use crate::{clock, guard, session};
 
 fn send(record: Record, with_stack: bool) {
     send_at(None, record, with_stack);
@@ -75,7 +75,7 @@ pub fn failure(api: CudaApi, size: u64, result: i32) {
     );
 }
 
-/// A copy that started at `t0` and took `duration_ns`.
+/// A copy that started at `t0` and took `duration_ns`; `timer` names its GPU time, to come.
 #[allow(clippy::too_many_arguments)]
 pub fn copy(
     api: CopyApi,
@@ -86,23 +86,25 @@ pub fn copy(
     t0: u64,
     duration_ns: u64,
     result: i32,
+    timer: Option<u32>,
 ) {
     let device = current_device();
-    send_at(
-        Some(t0),
-        Record::Copy(Transfer {
-            api,
-            dst,
-            src,
-            size,
-            stream,
-            duration_ns,
-            result,
-            device,
-            stack: 0,
-        }),
-        true,
-    );
+    let copy = Transfer {
+        api,
+        dst,
+        src,
+        size,
+        stream,
+        duration_ns,
+        result,
+        device,
+        stack: 0,
+    };
+    let record = match timer {
+        Some(timer) => Record::TimedCopy(TimedCopy { copy, timer }),
+        None => Record::Copy(copy),
+    };
+    send_at(Some(t0), record, true);
 }
 
 /// A `cuMemGetInfo` answer.
@@ -132,22 +134,15 @@ pub fn hint(api: CudaApi, addr: u64, size: u64, value: i32) {
     );
 }
 
-const UNRESOLVED: usize = 0;
-const UNAVAILABLE: usize = 1;
-static CTX_GET_DEVICE: AtomicUsize = AtomicUsize::new(UNRESOLVED);
+static CTX_GET_DEVICE: DriverFn = DriverFn::new(c"cuCtxGetDevice");
 
 /// The device of the calling thread's current context, -1 when there is none or it cannot be asked.
 fn current_device() -> i32 {
-    let mut f = CTX_GET_DEVICE.load(Ordering::Acquire);
-    if f == UNRESOLVED {
-        f = resolve_ctx_get_device();
-        CTX_GET_DEVICE.store(f, Ordering::Release);
-    }
-    if f == UNAVAILABLE {
+    let Some(f) = CTX_GET_DEVICE.get() else {
         return -1;
-    }
+    };
     let mut dev: libc::c_int = -1;
-    // SAFETY: `f` is the driver's cuCtxGetDevice(CUdevice*), found by dlsym; `dev` is writable.
+    // SAFETY: `f` is the driver's cuCtxGetDevice(CUdevice*) (see `driver`); `dev` is writable.
     #[allow(unsafe_code)]
     let r = unsafe {
         std::mem::transmute::<usize, unsafe extern "C" fn(*mut libc::c_int) -> i32>(f)(&mut dev)
@@ -156,29 +151,5 @@ fn current_device() -> i32 {
         dev
     } else {
         -1
-    }
-}
-
-fn resolve_ctx_get_device() -> usize {
-    let name = c"cuCtxGetDevice";
-    let mut p = real::dlsym(libc::RTLD_NEXT, name);
-    if p.is_null() {
-        // libcudart loads libcuda with RTLD_LOCAL: ask it by handle, without loading anything new.
-        // SAFETY: a NUL-terminated name; RTLD_NOLOAD never loads a library.
-        #[allow(unsafe_code)]
-        let h: *mut c_void = unsafe {
-            libc::dlopen(
-                c"libcuda.so.1".as_ptr(),
-                libc::RTLD_LAZY | libc::RTLD_NOLOAD,
-            )
-        };
-        if !h.is_null() {
-            p = real::dlsym(h, name);
-        }
-    }
-    if p.is_null() {
-        UNAVAILABLE
-    } else {
-        p as usize
     }
 }

@@ -12,7 +12,7 @@
 use std::ffi::{c_char, c_int, c_ulonglong, c_void, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::{api, copy};
+use super::{api, copy, lifecycle};
 use crate::{real, stacks};
 
 /// `CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM`.
@@ -39,6 +39,9 @@ macro_rules! entry {
     };
     (copy $name:ident, $base:literal, $min:expr, ptds) => {
         entry!(@in copy, $name, $base, $min, c_int::MAX, true)
+    };
+    (life $name:ident, $base:literal, $min:expr, $max:expr, $ptds:expr) => {
+        entry!(@in lifecycle, $name, $base, $min, $max, $ptds)
     };
     ($name:ident, $base:literal, $min:expr) => {
         entry!($name, $base, $min, c_int::MAX, false)
@@ -142,6 +145,20 @@ static ENTRIES: &[Entry] = &[
     entry!(copy cuMemcpy3D_v2_ptds, "cuMemcpy3D", 7000, ptds),
     entry!(copy cuMemcpy3DAsync_v2, "cuMemcpy3DAsync", 3020),
     entry!(copy cuMemcpy3DAsync_v2_ptsz, "cuMemcpy3DAsync", 7000, ptds),
+    // Stream capture and context teardown gate the copy-timing events (see `events`).
+    entry!(life cuStreamBeginCapture, "cuStreamBeginCapture", 10000, 10010, false),
+    entry!(life cuStreamBeginCapture_ptsz, "cuStreamBeginCapture", 10000, 10010, true),
+    entry!(life cuStreamBeginCapture_v2, "cuStreamBeginCapture", 10010, c_int::MAX, false),
+    entry!(life cuStreamBeginCapture_v2_ptsz, "cuStreamBeginCapture", 10010, c_int::MAX, true),
+    entry!(life cuStreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph", 12030, c_int::MAX, false),
+    entry!(life cuStreamBeginCaptureToGraph_ptsz, "cuStreamBeginCaptureToGraph", 12030, c_int::MAX, true),
+    entry!(life cuStreamEndCapture, "cuStreamEndCapture", 10000, c_int::MAX, false),
+    entry!(life cuStreamEndCapture_ptsz, "cuStreamEndCapture", 10000, c_int::MAX, true),
+    entry!(life cuCtxDestroy_v2, "cuCtxDestroy", 4000, c_int::MAX, false),
+    entry!(life cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease", 7000, 11000, false),
+    entry!(life cuDevicePrimaryCtxRelease_v2, "cuDevicePrimaryCtxRelease", 11000, c_int::MAX, false),
+    entry!(life cuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset", 7000, 11000, false),
+    entry!(life cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", 11000, c_int::MAX, false),
     entry!(cuGetProcAddress, "cuGetProcAddress", 11030, 12000, false),
     entry!(cuGetProcAddress_v2, "cuGetProcAddress", 12000),
 ];
@@ -284,6 +301,18 @@ mod tests {
             Some("cuGetProcAddress_v2")
         );
         assert_eq!(export("cuLaunchKernel", 12000, 0), None);
+        assert_eq!(
+            export("cuStreamBeginCapture", 12000, 2),
+            Some("cuStreamBeginCapture_v2_ptsz")
+        );
+        assert_eq!(
+            export("cuStreamBeginCapture", 10000, 0),
+            Some("cuStreamBeginCapture")
+        );
+        assert_eq!(
+            export("cuDevicePrimaryCtxRelease", 13000, 2),
+            Some("cuDevicePrimaryCtxRelease_v2")
+        );
     }
 
     #[test]

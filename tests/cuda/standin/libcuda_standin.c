@@ -18,7 +18,12 @@
  * - Exported functions are aliases of static implementations, and cuGetProcAddress hands out those
  *   very addresses, so dlsym(h, "cuMemAlloc_v2") == cuGetProcAddress("cuMemAlloc") even when a
  *   preloaded library exports the same names.
- * - Extra exports for tests: standin_call_count("cuMemAlloc_v2"), standin_live_bytes().
+ * - Asynchronous copies take virtual time on their stream's clock (64 bytes/ns device to device, 16
+ *   with pinned or registered host memory, 4 with pageable), which events recorded on the stream read:
+ *   cuEventElapsedTime around an async copy gives exactly its size over that rate. A stream capture in
+ *   global mode makes every event call a violation (see standin_functions.h, events).
+ * - Extra exports for tests: standin_call_count("cuMemAlloc_v2"), standin_live_bytes(),
+ *   standin_capture_violations().
  */
 #define _GNU_SOURCE
 #include <sched.h>

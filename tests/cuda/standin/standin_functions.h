@@ -27,7 +27,9 @@
     X(cuMemsetD16Async) X(cuMemsetD16Async_ptsz) X(cuMemsetD32Async) X(cuMemsetD32Async_ptsz)         \
     X(cuMemcpy2D_v2) X(cuMemcpy2D_v2_ptds) X(cuMemcpy2DUnaligned_v2) X(cuMemcpy2DUnaligned_v2_ptds)   \
     X(cuMemcpy2DAsync_v2) X(cuMemcpy2DAsync_v2_ptsz) X(cuMemcpy3D_v2) X(cuMemcpy3D_v2_ptds)           \
-    X(cuMemcpy3DAsync_v2) X(cuMemcpy3DAsync_v2_ptsz)
+    X(cuMemcpy3DAsync_v2) X(cuMemcpy3DAsync_v2_ptsz)                                                \
+    X(cuEventCreate) X(cuEventDestroy_v2) X(cuEventRecord) X(cuEventRecord_ptsz) X(cuEventQuery)     \
+    X(cuEventElapsedTime) X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuStreamIsCapturing)
 
 #define ID(n) ID_##n,
 enum { NAMES(ID) ID_COUNT };
@@ -287,11 +289,44 @@ static CUresult i_cuMemAdvise_v2(CUdeviceptr p, size_t n, int advice, CUmemLocat
     return in_arena(p, n) && advice >= 1 && advice <= 6 ? OK : EINVAL_;
 }
 
+/* --- stream clocks: asynchronous copies take virtual GPU time ------------------------------------ */
+static u64 g_clock[SMALL_CAP + 1];           /* per stream (slot 0: the default streams), in ns */
+static unsigned stream_slot(CUstream s) {
+    char *p = s;
+    return p >= g_streams && p < g_streams + SMALL_CAP ? (unsigned)(p - g_streams) + 1 : 0;
+}
+static int kind_at(u64 a) { /* the kind of the CUDA allocation holding a, 0 for none (lock held) */
+    if (!in_arena(a, 1)) return 0;
+    for (unsigned i = 0; i < REC_CAP; i++)
+        if (g_recs[i].addr && a >= g_recs[i].addr && a < g_recs[i].addr + g_recs[i].size) return g_recs[i].kind;
+    return 0;
+}
+static int registered(u64 a) { /* lock held */
+    for (int i = 0; i < SMALL_CAP; i++)
+        if (g_reg[i].size && a >= g_reg[i].start && a < g_reg[i].start + g_reg[i].size) return 1;
+    return 0;
+}
+/* 64 bytes/ns device to device, 16 with pinned or registered host memory, 4 with pageable. */
+static void advance(CUstream st, u64 dst, u64 src, size_t n) {
+    lock();
+    int dk = kind_at(dst), sk = kind_at(src);
+    u64 rate = (dk & (K_DEVICE | K_MANAGED)) && (sk & (K_DEVICE | K_MANAGED)) ? 64
+             : dk == K_PINNED || sk == K_PINNED || registered(dst) || registered(src) ? 16 : 4;
+    g_clock[stream_slot(st)] += n / rate;
+    unlock();
+}
+
 /* --- copies (synchronous and "async" alike: a memmove) ------------------------------------------- */
+static CUresult copy(u64 dst, u64 src, size_t n);
+static CUresult copy_async(u64 dst, u64 src, size_t n, CUstream st) {
+    CUresult r = copy(dst, src, n);
+    if (r == OK) advance(st, dst, src, n);
+    return r;
+}
 #define COPY(name, dst_t, src_t)                                                                     \
     static CUresult i_##name(dst_t d, src_t s, size_t n) { HIT(name); return copy((u64)d, (u64)s, n); }
 #define COPY_ASYNC(name, dst_t, src_t)                                                               \
-    static CUresult i_##name(dst_t d, src_t s, size_t n, CUstream st) { HIT(name); (void)st; return copy((u64)d, (u64)s, n); }
+    static CUresult i_##name(dst_t d, src_t s, size_t n, CUstream st) { HIT(name); return copy_async((u64)d, (u64)s, n, st); }
 COPY(cuMemcpy, CUdeviceptr, CUdeviceptr) COPY(cuMemcpy_ptds, CUdeviceptr, CUdeviceptr)
 COPY_ASYNC(cuMemcpyAsync, CUdeviceptr, CUdeviceptr) COPY_ASYNC(cuMemcpyAsync_ptsz, CUdeviceptr, CUdeviceptr)
 COPY(cuMemcpyHtoD_v2, CUdeviceptr, const void *) COPY(cuMemcpyHtoD_v2_ptds, CUdeviceptr, const void *)
@@ -374,3 +409,113 @@ static CUresult copy2d(const memcpy2d_t *c) {
 C2D(cuMemcpy2D_v2) C2D(cuMemcpy2D_v2_ptds) C2D(cuMemcpy2DUnaligned_v2) C2D(cuMemcpy2DUnaligned_v2_ptds)
 C2D_ASYNC(cuMemcpy2DAsync_v2) C2D_ASYNC(cuMemcpy2DAsync_v2_ptsz)
 C3D(cuMemcpy3D_v2) C3D(cuMemcpy3D_v2_ptds) C3D_ASYNC(cuMemcpy3DAsync_v2) C3D_ASYNC(cuMemcpy3DAsync_v2_ptsz)
+
+/* --- events and stream capture ----------------------------------------------------------------------
+ * An event recorded on a stream takes the stream's clock; a query reports not-ready (600) once after
+ * each record, then success; cuEventElapsedTime gives the difference of two clocks. While a capture in
+ * global mode (0) is underway every event call is a violation, as a query is on a real driver: it
+ * fails with 900 and invalidates the capture (cuStreamEndCapture then returns 901).
+ * standin_capture_violations() counts them. */
+static struct { int live, recorded, queried; u64 t; } g_events[SMALL_CAP];
+static int g_capturing[SMALL_CAP + 1], g_global_captures, g_invalidated;
+static unsigned long long g_violations;
+static char g_event_handles[SMALL_CAP], g_graph;
+
+static int event_index(void *e) {
+    char *p = e;
+    return p >= g_event_handles && p < g_event_handles + SMALL_CAP && g_events[p - g_event_handles].live
+               ? (int)(p - g_event_handles) : -1;
+}
+static int capture_violation(void) { /* lock held */
+    if (!g_global_captures) return 0;
+    g_violations++, g_invalidated = 1;
+    return 1;
+}
+static CUresult i_cuEventCreate(void **e, unsigned flags) {
+    HIT(cuEventCreate); NEED_INIT();
+    if (!e || flags > 15) return EINVAL_;
+    lock();
+    if (capture_violation()) { unlock(); return 900; }
+    for (int i = 0; i < SMALL_CAP; i++)
+        if (!g_events[i].live) {
+            g_events[i].live = 1, g_events[i].recorded = 0, g_events[i].queried = 0;
+            *e = &g_event_handles[i];
+            unlock();
+            return OK;
+        }
+    unlock();
+    return EOOM;
+}
+static CUresult i_cuEventDestroy_v2(void *e) {
+    HIT(cuEventDestroy_v2); NEED_INIT();
+    lock();
+    int i = event_index(e);
+    if (i >= 0) g_events[i].live = 0;
+    unlock();
+    return i >= 0 ? OK : EHANDLE;
+}
+static CUresult record(void *e, CUstream s) {
+    NEED_INIT();
+    lock();
+    int i = event_index(e);
+    if (i < 0) { unlock(); return EHANDLE; }
+    if (capture_violation()) { unlock(); return 900; }
+    g_events[i].recorded = 1, g_events[i].queried = 0, g_events[i].t = g_clock[stream_slot(s)];
+    unlock();
+    return OK;
+}
+static CUresult i_cuEventRecord(void *e, CUstream s) { HIT(cuEventRecord); return record(e, s); }
+static CUresult i_cuEventRecord_ptsz(void *e, CUstream s) { HIT(cuEventRecord_ptsz); return record(e, s); }
+static CUresult i_cuEventQuery(void *e) {
+    HIT(cuEventQuery); NEED_INIT();
+    lock();
+    int i = event_index(e);
+    CUresult r = i < 0 ? EHANDLE : capture_violation() ? 900 : OK;
+    if (r == OK && g_events[i].recorded && !g_events[i].queried) g_events[i].queried = 1, r = 600;
+    unlock();
+    return r;
+}
+static CUresult i_cuEventElapsedTime(float *ms, void *a, void *b) {
+    HIT(cuEventElapsedTime); NEED_INIT();
+    if (!ms) return EINVAL_;
+    lock();
+    int i = event_index(a), j = event_index(b);
+    CUresult r = i < 0 || j < 0 ? EHANDLE : capture_violation() ? 900
+               : !g_events[i].recorded || !g_events[j].recorded ? 400 : OK;
+    if (r == OK) *ms = (float)((double)(g_events[j].t - g_events[i].t) / 1e6);
+    unlock();
+    return r;
+}
+static CUresult i_cuStreamBeginCapture_v2(CUstream s, int mode) {
+    HIT(cuStreamBeginCapture_v2); NEED_INIT();
+    unsigned k = stream_slot(s);
+    if (!k || mode < 0 || mode > 2) return EINVAL_; /* the default streams cannot be captured */
+    lock();
+    if (g_capturing[k]) { unlock(); return 401; }
+    g_capturing[k] = 1 + mode;
+    if (mode == 0) g_global_captures++;
+    unlock();
+    return OK;
+}
+static CUresult i_cuStreamEndCapture(CUstream s, void **graph) {
+    HIT(cuStreamEndCapture); NEED_INIT();
+    unsigned k = stream_slot(s);
+    if (!graph) return EINVAL_;
+    lock();
+    if (!k || !g_capturing[k]) { unlock(); return 401; }
+    if (g_capturing[k] == 1) g_global_captures--;
+    g_capturing[k] = 0;
+    CUresult r = g_invalidated ? 901 : OK;
+    if (!g_global_captures) g_invalidated = 0;
+    unlock();
+    *graph = r == OK ? &g_graph : 0;
+    return r;
+}
+static CUresult i_cuStreamIsCapturing(CUstream s, int *status) {
+    HIT(cuStreamIsCapturing); NEED_INIT();
+    if (!status) return EINVAL_;
+    lock();
+    *status = g_capturing[stream_slot(s)] ? 1 : 0;
+    unlock();
+    return OK;
+}

@@ -58,6 +58,12 @@ static const struct { const char *name; void *fn, *pt, *newer; int from; } PROCS
     {"cuMemcpy2DAsync", F(cuMemcpy2DAsync_v2), F(cuMemcpy2DAsync_v2_ptsz), 0, 0},
     {"cuMemcpy3D", F(cuMemcpy3D_v2), F(cuMemcpy3D_v2_ptds), 0, 0},
     {"cuMemcpy3DAsync", F(cuMemcpy3DAsync_v2), F(cuMemcpy3DAsync_v2_ptsz), 0, 0},
+    {"cuEventCreate", F(cuEventCreate), 0, 0, 0}, {"cuEventDestroy", F(cuEventDestroy_v2), 0, 0, 0},
+    {"cuEventRecord", F(cuEventRecord), F(cuEventRecord_ptsz), 0, 0}, {"cuEventQuery", F(cuEventQuery), 0, 0, 0},
+    {"cuEventElapsedTime", F(cuEventElapsedTime), 0, 0, 0},
+    {"cuStreamBeginCapture", F(cuStreamBeginCapture_v2), 0, 0, 0},
+    {"cuStreamEndCapture", F(cuStreamEndCapture), 0, 0, 0},
+    {"cuStreamIsCapturing", F(cuStreamIsCapturing), 0, 0, 0},
 };
 static CUresult i_cuGetProcAddress_v2(const char *sym, void **pfn, int version, unsigned long long flags, int *status) {
     HIT(cuGetProcAddress_v2);
@@ -85,6 +91,7 @@ unsigned long long standin_call_count(const char *name) {
         if (name && !strcmp(g_names[i], name)) return __atomic_load_n(&g_calls[i], __ATOMIC_RELAXED);
     return 0;
 }
+unsigned long long standin_capture_violations(void) { return __atomic_load_n(&g_violations, __ATOMIC_RELAXED); }
 unsigned long long standin_live_bytes(void) {
     lock();
     unsigned long long v = g_live;

@@ -208,3 +208,25 @@ pub struct Transfer {
     /// The stack id of the call.
     pub stack: u32,
 }
+
+/// An asynchronous copy the shim timed on the GPU: two events recorded on its stream, one before
+/// and one after the copy, read later by a helper thread (never synchronising the program's
+/// streams). Since version 5.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimedCopy {
+    /// The copy, as [`Record::Copy`](super::Record::Copy) would have recorded it.
+    pub copy: Transfer,
+    /// Names the [`CopyTime`] that says how long it ran; unique within the process.
+    pub timer: u32,
+}
+
+/// The GPU time of an event-timed copy: between the events recorded around it on its stream. It
+/// comes after its [`TimedCopy`], possibly much later; a copy still in flight when the process ended
+/// has none. Since version 5.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CopyTime {
+    /// The [`TimedCopy::timer`] it belongs to.
+    pub timer: u32,
+    /// Nanoseconds between the two events (the resolution of `cuEventElapsedTime`, about 0.5 µs).
+    pub gpu_ns: u64,
+}

@@ -97,6 +97,11 @@ pub enum Record {
     Gpus(Vec<GpuInfo>),
     /// NVML's readings of every GPU at one moment. Since version 3.
     GpuSamples(Vec<GpuSample>),
+    /// An asynchronous copy bracketed by two CUDA events on its stream, whose GPU time a later
+    /// [`Record::CopyTime`] with the same timer gives. Since version 5.
+    TimedCopy(TimedCopy),
+    /// How long an event-timed copy ran on the GPU. Since version 5.
+    CopyTime(CopyTime),
 }
 
 impl Record {

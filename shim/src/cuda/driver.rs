@@ -1,0 +1,59 @@
+//! Driver functions the shim calls for itself (never wrapped, never handed to the program): looked up
+//! once, lazily, in the libcuda the program already loaded. Nothing here loads a library.
+//!
+//! # Safety
+//! `addr` holds 0 (not looked up yet), 1 (not available) or the address `dlsym` gave for `name` in
+//! the loaded driver; callers transmute it to that export's documented C signature.
+#![allow(unsafe_code)]
+
+use std::ffi::{c_void, CStr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::real;
+
+const UNRESOLVED: usize = 0;
+const UNAVAILABLE: usize = 1;
+
+/// One driver export, looked up on first use.
+pub struct DriverFn {
+    name: &'static CStr,
+    addr: AtomicUsize,
+}
+
+impl DriverFn {
+    pub const fn new(name: &'static CStr) -> DriverFn {
+        DriverFn {
+            name,
+            addr: AtomicUsize::new(UNRESOLVED),
+        }
+    }
+
+    /// The export's address, or `None` when no loaded driver has it. Racing first callers both look
+    /// it up and store the same answer.
+    pub fn get(&self) -> Option<usize> {
+        let mut a = self.addr.load(Ordering::Acquire);
+        if a == UNRESOLVED {
+            a = lookup(self.name).unwrap_or(UNAVAILABLE);
+            self.addr.store(a, Ordering::Release);
+        }
+        (a != UNAVAILABLE).then_some(a)
+    }
+}
+
+fn lookup(name: &CStr) -> Option<usize> {
+    let mut p = real::dlsym(libc::RTLD_NEXT, name);
+    if p.is_null() {
+        // libcudart loads libcuda with RTLD_LOCAL: ask it by handle, without loading anything new.
+        // SAFETY: a NUL-terminated name; RTLD_NOLOAD never loads a library.
+        let h: *mut c_void = unsafe {
+            libc::dlopen(
+                c"libcuda.so.1".as_ptr(),
+                libc::RTLD_LAZY | libc::RTLD_NOLOAD,
+            )
+        };
+        if !h.is_null() {
+            p = real::dlsym(h, name);
+        }
+    }
+    (!p.is_null()).then_some(p as usize)
+}
