@@ -171,7 +171,7 @@ impl Writer {
                 addr,
                 realloc,
             } => {
-                self.placements.free(addr);
+                self.placement_freed(addr, t)?;
                 (t, tid, Record::Free(Free { addr, realloc }))
             }
             Msg::ReallocFailed { t, tid, addr } => {
@@ -230,7 +230,7 @@ impl Writer {
                     let id = self.stack_id(hash);
                     set_stack(&mut record, id);
                 }
-                self.track_host_placement(&record, t);
+                self.track_host_placement(&record, t)?;
                 (t, tid, record)
             }
             Msg::Record(record) => (clock::monotonic_ns(), 0, record),
@@ -257,7 +257,7 @@ impl Writer {
 
     /// Large pinned and registered host buffers are sampled for placement like large heap blocks:
     /// a pinned buffer on another node than its GPU makes every copy cross the interconnect.
-    fn track_host_placement(&mut self, record: &Record, t: u64) {
+    fn track_host_placement(&mut self, record: &Record, t: u64) -> io::Result<()> {
         use memshim_trace::DeviceMemory::{PinnedHost, Registered};
         let threshold = self.cfg.placement_bytes;
         match record {
@@ -269,9 +269,23 @@ impl Writer {
                 self.placements.alloc(a.addr, a.size, t);
             }
             Record::DeviceFree(f) if matches!(f.kind, PinnedHost | Registered) => {
-                self.placements.free(f.addr);
+                self.placement_freed(f.addr, t)?;
             }
             _ => {}
+        }
+        Ok(())
+    }
+
+    /// A large block is being freed: what was found of its pages while it was still being filled goes
+    /// out before the free, while the block is live for the reader.
+    fn placement_freed(&mut self, addr: u64, t: u64) -> io::Result<()> {
+        match self.placements.free(addr) {
+            Some(p) => self.out.push(&Event {
+                t,
+                tid: 0,
+                record: Record::Placement(p),
+            }),
+            None => Ok(()),
         }
     }
 
@@ -400,6 +414,14 @@ impl Writer {
                     record: Record::Note(Note { text }),
                 })?;
             }
+        }
+        let t = clock::monotonic_ns();
+        for p in self.placements.finish() {
+            self.out.push(&Event {
+                t,
+                tid: 0,
+                record: Record::Placement(p),
+            })?;
         }
         self.flush()?;
         self.out.push(&Event {

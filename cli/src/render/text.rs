@@ -2,7 +2,9 @@
 use std::io::{self, Write};
 
 use super::{human_bytes, one_line, python_line, rank_cells, site_view, Render, RANK_COLUMNS};
-use crate::report::model::{FrameOut, LeakClass, Process, RanksSection, Report, Site};
+use crate::report::model::{
+    FrameOut, LeakClass, PlacementOut, Process, RanksSection, Report, Site,
+};
 use crate::report::owner::first_program_function;
 
 /// The text renderer.
@@ -174,6 +176,9 @@ impl Text {
                 .map(|n| format!("node {}: {}", n.node, human_bytes(n.bytes)))
                 .collect();
             writeln!(out, "  large buffers by node: {}", nodes.join(", "))?;
+        }
+        for b in p.numa.placements.iter().take(self.top) {
+            writeln!(out, "  {}", placement_line(b))?;
         }
         for c in p.numa.calls.iter().take(self.top) {
             let mut args = Vec::new();
@@ -483,6 +488,50 @@ fn write_stack(out: &mut dyn Write, frames: &[FrameOut], shown: usize) -> io::Re
         writeln!(out, "        ... {} more frames", frames.len() - listed)?;
     }
     Ok(())
+}
+
+/// A sampled large block: where its pages are against where the thread that allocated it ran.
+fn placement_line(b: &PlacementOut) -> String {
+    let sampled = b.pages_by_node.iter().map(|n| n.1).sum::<u32>() + b.absent_pages;
+    let place = match b.node {
+        Some(node) if b.pages_by_node.len() == 1 => format!("on node {node}"),
+        Some(node) => {
+            let pages: Vec<String> = b
+                .pages_by_node
+                .iter()
+                .map(|(n, pages)| format!("{pages} on node {n}"))
+                .collect();
+            format!(
+                "mostly on node {node} (sampled pages: {})",
+                pages.join(", ")
+            )
+        }
+        None => format!("not yet touched ({sampled} pages sampled)"),
+    };
+    let untouched = if b.absent_pages > 0 && b.node.is_some() {
+        format!(", {} of {sampled} sampled pages untouched", b.absent_pages)
+    } else {
+        String::new()
+    };
+    let by = match (b.alloc_cpu, b.alloc_node) {
+        (Some(cpu), Some(node)) => format!(", allocated on CPU {cpu} of node {node}"),
+        (Some(cpu), None) => format!(", allocated on CPU {cpu}"),
+        _ => String::new(),
+    };
+    let remote = if b.remote { ": REMOTE" } else { "" };
+    let site = first_program_function(&b.frames)
+        .and_then(|func| {
+            b.frames
+                .iter()
+                .find(|f| f.function.as_deref() == Some(func))
+        })
+        .map(|f| format!(" in {}", frame_line(f)))
+        .unwrap_or_default();
+    format!(
+        "{} {} {place}{untouched}{by}{remote}{site}",
+        human_bytes(b.bytes),
+        b.memory
+    )
 }
 
 fn frame_line(f: &FrameOut) -> String {

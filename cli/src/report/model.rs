@@ -150,6 +150,9 @@ pub struct PlacementOut {
     pub pages_by_node: Vec<(u32, u32)>,
     /// Sampled pages not resident.
     pub absent_pages: u32,
+    /// The node holding most of the resident sampled pages (the lowest on a tie); null when none was
+    /// resident.
+    pub node: Option<u32>,
     /// The CPU and node the allocating thread ran on; null when unknown.
     pub alloc_cpu: Option<u32>,
     pub alloc_node: Option<u32>,

@@ -4,7 +4,7 @@ use memshim_trace::NumaFn;
 
 use super::build::frames;
 use super::model::{
-    CounterOut, CountersSection, Finding, FragmentationSection, NodeBytes, NumaCallOut,
+    CounterOut, CountersSection, Finding, FragmentationSection, FrameOut, NodeBytes, NumaCallOut,
     NumaNodeOut, NumaSection, PlacementOut,
 };
 use crate::render::human_bytes;
@@ -96,7 +96,8 @@ pub fn numa(t: &Replayed, sym: &mut Symbolizer) -> NumaSection {
                 *by_node.entry(node).or_default() +=
                     p.len * u64::from(pages) / u64::from(resident.max(1));
             }
-            let majority = p.nodes.iter().max_by_key(|n| n.1).map(|n| n.0);
+            // `nodes` is sorted by node: the first of the largest counts, so a tie names the lowest.
+            let majority = p.nodes.iter().rev().max_by_key(|n| n.1).map(|n| n.0);
             let alloc_node = cpu.and_then(node_of);
             PlacementOut {
                 memory: match kind {
@@ -107,6 +108,7 @@ pub fn numa(t: &Replayed, sym: &mut Symbolizer) -> NumaSection {
                 bytes: p.len,
                 pages_by_node: p.nodes.clone(),
                 absent_pages: p.absent,
+                node: majority,
                 alloc_cpu: *cpu,
                 alloc_node,
                 remote: matches!((alloc_node, majority), (Some(a), Some(m)) if a != m),
@@ -121,22 +123,7 @@ pub fn numa(t: &Replayed, sym: &mut Symbolizer) -> NumaSection {
         .map(|(node, bytes)| NodeBytes { node, bytes })
         .collect();
     let mut findings = Vec::new();
-    let remote: Vec<&PlacementOut> = placements.iter().filter(|p| p.remote).collect();
-    if let Some(top) = remote.first() {
-        findings.push(Finding {
-            kind: "remote_memory",
-            text: format!(
-                "{} large buffers ({} in all) live mostly on another NUMA node than the CPU that allocated them; the largest, {}, was allocated on node {} and sits on another{}. Bind the process or the data-loader workers with numactl --cpunodebind/--membind, or allocate on the node that uses the data",
-                remote.len(),
-                human_bytes(remote.iter().map(|p| p.bytes).sum()),
-                human_bytes(top.bytes),
-                top.alloc_node.unwrap_or(0),
-                crate::report::owner::first_program_function(&top.frames)
-                    .map(|f| format!(" (allocated in {f})"))
-                    .unwrap_or_default()
-            ),
-        });
-    }
+    findings.extend(remote_memory(&placements));
     let gpu_nodes: Vec<i32> = t.gpus.info.iter().map(|g| g.numa_node).collect();
     findings.extend(pinned_away_from_gpu(&placements, &gpu_nodes));
     if nodes.len() == 1 {
@@ -164,6 +151,50 @@ pub fn numa(t: &Replayed, sym: &mut Symbolizer) -> NumaSection {
         placements,
         findings,
     }
+}
+
+/// Large blocks mostly on another node than the CPU whose thread allocated them: the largest named with
+/// its size, its node, the thread's CPU and node, and the program's line that allocated it.
+fn remote_memory(placements: &[PlacementOut]) -> Option<Finding> {
+    let remote: Vec<&PlacementOut> = placements.iter().filter(|p| p.remote).collect();
+    let top = remote.first()?;
+    // `remote` is only true when both nodes are known.
+    let (Some(node), Some(alloc_node)) = (top.node, top.alloc_node) else {
+        return None;
+    };
+    let cpu = top
+        .alloc_cpu
+        .map(|c| format!("CPU {c} of "))
+        .unwrap_or_default();
+    let site = program_site(&top.frames)
+        .map(|s| format!(" allocated in {s}"))
+        .unwrap_or_default();
+    Some(Finding {
+        kind: "remote_memory",
+        text: format!(
+            "{} large buffers ({} in all) live mostly on another NUMA node than the CPU that allocated them; the largest, {}{site}, sits on node {node} while the thread that allocated it ran on {cpu}node {alloc_node}: its accesses from there cross the interconnect. Bind the process or the data-loader workers with numactl --cpunodebind/--membind, or allocate on the node that uses the data",
+            remote.len(),
+            human_bytes(remote.iter().map(|p| p.bytes).sum()),
+            human_bytes(top.bytes),
+        ),
+    })
+}
+
+/// The program's own frame of a stack as "function (file:line)", or the function alone without a line.
+fn program_site(frames: &[FrameOut]) -> Option<String> {
+    let func = crate::report::owner::first_program_function(frames)?;
+    let frame = frames
+        .iter()
+        .find(|f| f.function.as_deref() == Some(func))?;
+    Some(match (&frame.file, frame.line) {
+        (Some(file), Some(line)) => {
+            format!(
+                "{func} ({}:{line})",
+                file.rsplit('/').next().unwrap_or(file)
+            )
+        }
+        _ => func.to_string(),
+    })
 }
 
 /// The counters section.
@@ -253,12 +284,7 @@ fn pinned_away_from_gpu(placements: &[PlacementOut], gpu_nodes: &[i32]) -> Optio
     let away: Vec<&PlacementOut> = placements
         .iter()
         .filter(|p| p.memory != "heap")
-        .filter(|p| {
-            p.pages_by_node
-                .iter()
-                .max_by_key(|n| n.1)
-                .is_some_and(|n| n.0 != gpu_node)
-        })
+        .filter(|p| p.node.is_some_and(|n| n != gpu_node))
         .collect();
     let top = away.first()?;
     Some(Finding {
@@ -283,6 +309,7 @@ mod tests {
         PlacementOut {
             memory,
             bytes,
+            node: nodes.iter().rev().max_by_key(|n| n.1).map(|n| n.0),
             pages_by_node: nodes,
             absent_pages: 0,
             alloc_cpu: None,
@@ -322,5 +349,51 @@ mod tests {
             "GPUs on both nodes"
         );
         assert!(pinned_away_from_gpu(&blocks, &[]).is_none(), "no NVML");
+    }
+
+    #[test]
+    fn the_largest_remote_buffer_is_named_with_its_nodes_and_site() {
+        let frame = |function: &str, file: Option<&str>, line: Option<u32>| FrameOut {
+            kind: "native",
+            function: Some(function.to_string()),
+            file: file.map(str::to_string),
+            line,
+            module: Some("/tmp/numa_cross_node".to_string()),
+            address: "0x1000".to_string(),
+            main_thread: false,
+        };
+        let remote = |bytes: u64, cpu: u32, frames: Vec<FrameOut>| PlacementOut {
+            alloc_cpu: Some(cpu),
+            alloc_node: Some(1),
+            remote: true,
+            frames,
+            ..block("heap", bytes, vec![(0, 12), (1, 4)])
+        };
+        let placements = vec![
+            remote(
+                64 << 20,
+                3,
+                vec![
+                    frame(
+                        "alloc_batch_buffer",
+                        Some("/src/numa_cross_node.c"),
+                        Some(65),
+                    ),
+                    frame("worker", Some("/src/numa_cross_node.c"), Some(109)),
+                ],
+            ),
+            remote(8 << 20, 2, Vec::new()),
+            block("heap", 16 << 20, vec![(1, 16)]),
+        ];
+        let f = remote_memory(&placements).expect("a finding");
+        assert_eq!(f.kind, "remote_memory");
+        assert!(
+            f.text.starts_with(
+                "2 large buffers (72.0 MiB in all) live mostly on another NUMA node than the CPU that allocated them; the largest, 64.0 MiB allocated in alloc_batch_buffer (numa_cross_node.c:65), sits on node 0 while the thread that allocated it ran on CPU 3 of node 1: "
+            ),
+            "{}",
+            f.text
+        );
+        assert!(remote_memory(&placements[2..]).is_none(), "none remote");
     }
 }

@@ -258,22 +258,27 @@ impl Timed {
     }
 }
 
-/// A FREE slot for `ctx`, now BUSY: one whose events are of this context if any is free.
+/// Slots looked at per claim: when copies outrun the poller the pool is full, and a bounded look
+/// keeps an untimed copy cheap.
+const SCAN: usize = 32;
+
+/// A FREE slot for `ctx`, now BUSY: one whose events are of this context if any is free among the
+/// next `SCAN` (successive claims look at successive windows).
 fn claim(ctx: usize) -> Option<usize> {
-    let from = NEXT_SLOT.fetch_add(1, Relaxed);
+    let from = NEXT_SLOT.fetch_add(SCAN, Relaxed);
     let take = |i: usize| {
         POOL[i]
             .state
             .compare_exchange(FREE, BUSY, Acquire, Relaxed)
             .is_ok()
     };
-    let order = (0..SLOTS).map(|k| (from + k) % SLOTS);
-    order
+    let window = (0..SCAN).map(|k| (from + k) % SLOTS);
+    window
         .clone()
         .find(|&i| {
             POOL[i].state.load(Relaxed) == FREE && POOL[i].ctx.load(Relaxed) == ctx && take(i)
         })
-        .or_else(|| order.clone().find(|&i| take(i)))
+        .or_else(|| window.clone().find(|&i| take(i)))
 }
 
 fn destroy_events(d: &Driver, s: &Slot) {
