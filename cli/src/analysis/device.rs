@@ -59,8 +59,8 @@ pub struct Device {
     pub kinds: BTreeMap<DeviceMemory, Heap>,
     /// Where each live device block is, to charge frees to the right GPU.
     owner: HashMap<(DeviceMemory, u64), (i32, u64)>,
-    /// Live address ranges of every kind a copy can touch, by start: (end, kind).
-    ranges: BTreeMap<u64, (u64, DeviceMemory)>,
+    /// Live address ranges of every kind a copy can touch, by start: (end, kind, device ordinal).
+    ranges: BTreeMap<u64, (u64, DeviceMemory, i32)>,
     /// Per GPU (device ordinal; -1 when unknown).
     pub devices: BTreeMap<i32, PerDevice>,
     /// Device bytes live on all GPUs.
@@ -105,7 +105,8 @@ impl Device {
             .or_default()
             .alloc(t, tid, a.addr, a.size, a.stack);
         if addressable(a.kind) && a.size > 0 {
-            self.ranges.insert(a.addr, (a.addr + a.size, a.kind));
+            self.ranges
+                .insert(a.addr, (a.addr + a.size, a.kind, a.device));
         }
         if on_gpu(a.kind) {
             let bucket = DEVICE_SIZE_BUCKETS
@@ -210,8 +211,13 @@ impl Device {
     /// The kind of live CUDA memory `addr` lies in, or `None` for memory CUDA does not know
     /// (pageable host memory).
     pub fn classify(&self, addr: u64) -> Option<DeviceMemory> {
-        let (_, &(end, kind)) = self.ranges.range(..=addr).next_back()?;
-        (addr < end).then_some(kind)
+        self.placed(addr).map(|(kind, _)| kind)
+    }
+
+    /// The kind of CUDA memory at `addr` and the device it was allocated on (-1 when unknown).
+    pub fn placed(&self, addr: u64) -> Option<(DeviceMemory, i32)> {
+        let (_, &(end, kind, device)) = self.ranges.range(..=addr).next_back()?;
+        (addr < end).then_some((kind, device))
     }
 
     /// True when the trace holds any CUDA memory event.

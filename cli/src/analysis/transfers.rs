@@ -225,6 +225,16 @@ fn on_device(k: Option<DeviceMemory>) -> bool {
     matches!(k, Some(DeviceMemory::Device | DeviceMemory::Mapped))
 }
 
+/// A copy between device allocations: across GPUs (as PyTorch's `tensor.to("cuda:1")` makes with
+/// unified addressing) when both sides' devices are known and differ.
+fn device_to_device(c: &Transfer, device: &Device) -> (Direction, HostMemory) {
+    let gpu = |a| device.placed(a).map(|(_, d)| d).filter(|&d| d >= 0);
+    match (gpu(c.src), gpu(c.dst)) {
+        (Some(s), Some(d)) if s != d => (Direction::Peer, HostMemory::Device),
+        _ => (Direction::DtoD, HostMemory::Device),
+    }
+}
+
 /// Direction and host memory of a copy.
 fn classify(c: &Transfer, device: &Device) -> (Direction, HostMemory) {
     match c.api {
@@ -234,7 +244,7 @@ fn classify(c: &Transfer, device: &Device) -> (Direction, HostMemory) {
         CopyApi::MemcpyDtoH | CopyApi::MemcpyDtoHAsync => {
             (Direction::DtoH, host_kind(device.classify(c.dst)))
         }
-        CopyApi::MemcpyDtoD | CopyApi::MemcpyDtoDAsync => (Direction::DtoD, HostMemory::Device),
+        CopyApi::MemcpyDtoD | CopyApi::MemcpyDtoDAsync => device_to_device(c, device),
         CopyApi::MemcpyPeer | CopyApi::MemcpyPeerAsync => (Direction::Peer, HostMemory::Device),
         CopyApi::Memset | CopyApi::MemsetAsync => {
             let k = device.classify(c.dst);
@@ -248,7 +258,7 @@ fn classify(c: &Transfer, device: &Device) -> (Direction, HostMemory) {
         CopyApi::Memcpy | CopyApi::MemcpyAsync => {
             let (s, d) = (device.classify(c.src), device.classify(c.dst));
             match (on_device(s), on_device(d)) {
-                (true, true) => (Direction::DtoD, HostMemory::Device),
+                (true, true) => device_to_device(c, device),
                 (false, true) => (Direction::HtoD, host_kind(s)),
                 (true, false) => (Direction::DtoH, host_kind(d)),
                 // Host to host: name the side CUDA knows, if either.
@@ -345,6 +355,37 @@ mod tests {
         assert_eq!(k(Direction::DtoH, HostMemory::Pageable).bytes, 50);
         assert_eq!(k(Direction::DtoD, HostMemory::Device).count, 1);
         assert_eq!(t.histogram, [2, 3, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn copies_between_allocations_on_two_gpus_are_peer_copies() {
+        let mut d = Device::default();
+        alloc(&mut d, DeviceMemory::Device, 0x10_0000, 0x1000);
+        d.alloc(
+            0,
+            1,
+            &DeviceAlloc {
+                api: CudaApi::MemAlloc,
+                kind: DeviceMemory::Device,
+                addr: 0x40_0000,
+                size: 0x1000,
+                device: 1,
+                stack: 0,
+            },
+        );
+        let (mut t, h) = (Transfers::default(), Heap::default());
+        for api in [CopyApi::MemcpyAsync, CopyApi::MemcpyDtoD] {
+            t.copy(0, 1, &copy(api, 0x40_0000, 0x10_0000, 64, 1), &d, &h);
+        }
+        t.copy(
+            0,
+            1,
+            &copy(CopyApi::Memcpy, 0x10_0800, 0x10_0000, 64, 1),
+            &d,
+            &h,
+        );
+        assert_eq!(t.by_kind[&(Direction::Peer, HostMemory::Device)].count, 2);
+        assert_eq!(t.by_kind[&(Direction::DtoD, HostMemory::Device)].count, 1);
     }
 
     #[test]
