@@ -10,6 +10,7 @@ mod cuda_timing;
 mod formats;
 mod heap;
 mod numa;
+mod numa_qemu;
 mod process;
 mod python;
 mod report;

@@ -4,29 +4,15 @@ use serde_json::{json, Value};
 use crate::report::*;
 use crate::util::*;
 
-#[test]
-fn placement_and_affinity_calls_with_exact_arguments() {
-    let dir = TestDir::new("placement_and_affinity_calls_with_exact_arguments");
-    let prog = dir.compile_with(
-        "numa_calls.c",
-        "numa_calls",
-        &["-g", "-O0", "-lnuma", "-pthread"],
-    );
-    let (out, report) = traced(&dir, &prog, &[] as &[&str]);
-    assert_eq!(out.stdout_str(), "numa calls: ok\n", "{}", out.describe());
-    let p = process_by_exe(&report, "numa_calls");
-    let calls: Vec<Value> = p["numa"]["calls"]
+/// Each placement or affinity call as [call, policy, nodes, cpus, bytes, target, result, the
+/// function that made it].
+pub fn numa_calls(numa: &Value) -> Vec<Value> {
+    numa["calls"]
         .as_array()
         .expect("calls")
         .iter()
         .map(|c| {
-            let site = c["frames"]
-                .as_array()
-                .expect("frames")
-                .iter()
-                .find_map(|f| f["function"].as_str())
-                .unwrap_or("?")
-                .to_string();
+            let site = functions(c).into_iter().find(|f| *f != "?").unwrap_or("?");
             json!([
                 c["call"],
                 c["policy"],
@@ -38,7 +24,21 @@ fn placement_and_affinity_calls_with_exact_arguments() {
                 site
             ])
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn placement_and_affinity_calls_with_exact_arguments() {
+    let dir = TestDir::new("placement_and_affinity_calls_with_exact_arguments");
+    let prog = dir.compile_with(
+        "numa_calls.c",
+        "numa_calls",
+        &["-g", "-O0", "-lnuma", "-pthread"],
+    );
+    let (out, report) = traced(&dir, &prog, &[] as &[&str]);
+    assert_eq!(out.stdout_str(), "numa calls: ok\n", "{}", out.describe());
+    let p = process_by_exe(&report, "numa_calls");
+    let calls = numa_calls(&p["numa"]);
     assert_eq!(
         calls,
         [
