@@ -9,7 +9,9 @@ Expected report (memshim run -- torchrun --nproc-per-node 2 torch_ddp.py [steps]
 - the ranks table has rank 0 and rank 1; rank 1's peak and leaked device memory are higher by its
   kept activations, 8 MiB a step (512 x 4096 float32), 160 MiB over 20 steps, which the imbalance
   finding names;
-- with NCCL, NCCL's own device buffers are sites with owner `nccl`.
+- with NCCL, NCCL's own device buffers are sites with owner `nccl`;
+- with two or more GPUs, rank 0 also sends 8 tensors of 4 MiB to the next GPU itself (`x.to("cuda:1")`):
+  its transfers have a `peer` row of 8 copies, 33554432 bytes.
 Prints one line per rank: rank, backend, steps and the final loss.
 """
 import os
@@ -46,6 +48,13 @@ for step in range(STEPS):
     opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
+
+if rank == 0 and gpus > 1:
+    # A peer copy a process makes itself, beside NCCL's: 4 MiB (1M float32) to the next GPU, 8 times.
+    other = torch.device("cuda", (device.index + 1) % gpus)
+    block = torch.ones(1 << 20, device=device)
+    sent = [block.to(other) for _ in range(8)]
+    torch.cuda.synchronize(other)
 
 dist.barrier()
 print(f"rank {rank} backend {backend} steps {STEPS} loss {loss.item():.6f}", flush=True)

@@ -22,8 +22,9 @@ w=/tmp/memshim-ddp && rm -rf "$w"
     sed -n '1,/^== /p' "$w.txt" | head -40
     "$M" report --format json "$w" > "$OUT/ddp.json"
     python3 - "$OUT/ddp.json" <<'PY'
-import json, sys
+import json, subprocess, sys
 r = json.load(open(sys.argv[1]))
+gpus = len(subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.splitlines())
 rows = r["ranks"]["rows"] if r["ranks"] else []
 print("ranks:", [(x["rank"], x["peak_device_bytes"] >> 20, x["leaked_device_bytes"] >> 20) for x in rows], "(MiB)")
 assert [x["rank"] for x in rows] == [0, 1], "both ranks in the table"
@@ -33,9 +34,16 @@ for f in r["ranks"]["findings"]:
 for p in r["processes"]:
     if p["rank"] is None:
         continue
-    nccl = sum(s["bytes"] for s in p["leaks"]["device"]["sites"] if s["owner"] == "nccl")
+    nccl = sum(o["allocated_bytes"] for o in p["device"]["owners"] if o["owner"] == "nccl")
     kinds = sorted({(t["direction"], t["host_memory"]) for t in p["transfers"]["summary"]})
-    print(f"rank {p['rank']['rank']} ({p['role']}, {p['rank']['launcher']}): NCCL device bytes {nccl}; copies {kinds}")
+    print(f"rank {p['rank']['rank']} ({p['role']}, {p['rank']['launcher']}): NCCL allocated {nccl} B of GPU memory; owners {[(o['owner'], o['allocated_bytes'], o['live_bytes']) for o in p['device']['owners']]}; copies {kinds}")
+    for t in p["transfers"]["summary"]:
+        print(f"  {t['direction']} {t['host_memory']}: {t['count']} copies, {t['bytes']} B, "
+              f"sync GB/s {t['gbps']}, async GPU-timed {t['gpu_timed_count']} at {t['gpu_gbps']} GB/s")
+    if p["rank"]["rank"] == 0 and gpus > 1:
+        peer = [t for t in p["transfers"]["summary"] if t["direction"] == "peer"]
+        assert peer and peer[0]["count"] >= 8 and peer[0]["bytes"] >= 8 << 22, "rank 0's peer copies"
+        assert nccl > 0, "NCCL's device memory is attributed to NCCL"
 print("checks passed")
 PY
 } > "$OUT/ddp.txt" 2>&1

@@ -311,6 +311,22 @@ impl Text {
         for g in &d.gpus {
             writeln!(out, "  {}", super::gpu_line(g))?;
         }
+        // Only worth a line when someone besides the program allocated GPU memory.
+        if d.owners.iter().any(|o| o.owner != "program") {
+            let parts: Vec<String> = d
+                .owners
+                .iter()
+                .map(|o| {
+                    format!(
+                        "{} {} ({} live at the end)",
+                        o.owner,
+                        human_bytes(o.allocated_bytes),
+                        human_bytes(o.live_bytes)
+                    )
+                })
+                .collect();
+            writeln!(out, "  GPU memory by owner: {}", parts.join(", "))?;
+        }
         for k in &d.kinds {
             writeln!(
                 out,

@@ -3,7 +3,8 @@ use memshim_trace::{CudaApi, DeviceMemory};
 
 use super::build::{frames, leak_class};
 use super::model::{
-    DeviceRow, DeviceSection, FailureOut, Finding, KindRow, LeakClass, ManagedHints, SizeBucket,
+    DeviceRow, DeviceSection, FailureOut, Finding, KindRow, LeakClass, ManagedHints, OwnerRow,
+    SizeBucket,
 };
 use crate::analysis::device::{CUDA_ERROR_OUT_OF_MEMORY, DEVICE_SIZE_BUCKETS};
 use crate::analysis::merge_sites;
@@ -101,6 +102,7 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer, leaked_device: &LeakClass) ->
                 unaccounted_bytes: p.min_free_bytes.map(|_| p.max_unaccounted_bytes),
             })
             .collect(),
+        owners: owners(t, sym),
         failures,
         mem_info_calls: d.mem_info_calls,
         size_histogram: DEVICE_SIZE_BUCKETS
@@ -124,6 +126,42 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer, leaked_device: &LeakClass) ->
         .extend(super::gpus::findings(&out.gpus, out.peak_bytes));
     out.findings.extend(managed_coverage(&out));
     out
+}
+
+/// GPU memory by owner, from every call site of device and physical memory (freed or not): NCCL's
+/// buffers, for one, are usually freed by `destroy_process_group` and so never show as leaks.
+fn owners(t: &Replayed, sym: &mut Symbolizer) -> Vec<OwnerRow> {
+    let mut rows: Vec<OwnerRow> = Vec::new();
+    for kind in [DeviceMemory::Device, DeviceMemory::Physical] {
+        let Some(heap) = t.device.kinds.get(&kind) else {
+            continue;
+        };
+        for (&stack, s) in heap.sites() {
+            let owner = super::owner::owner(&frames(t, sym, stack));
+            let i = match rows.iter().position(|r| r.owner == owner) {
+                Some(i) => i,
+                None => {
+                    rows.push(OwnerRow {
+                        owner,
+                        allocations: 0,
+                        allocated_bytes: 0,
+                        live_bytes: 0,
+                    });
+                    rows.len() - 1
+                }
+            };
+            rows[i].allocations += s.allocations;
+            rows[i].allocated_bytes += s.allocated_bytes;
+            rows[i].live_bytes += s.live_bytes;
+        }
+    }
+    rows.retain(|r| r.allocations > 0);
+    rows.sort_by(|a, b| {
+        b.allocated_bytes
+            .cmp(&a.allocated_bytes)
+            .then(a.owner.cmp(b.owner))
+    });
+    rows
 }
 
 /// What memshim can and cannot say about managed memory: it sees the allocations and the hints, not

@@ -363,6 +363,9 @@ pub struct DeviceSection {
     pub kinds: Vec<KindRow>,
     /// One row per GPU.
     pub devices: Vec<DeviceRow>,
+    /// GPU memory (device and physical) by who allocated it: "program", "nccl" or "cuda_driver"
+    /// (as `Site::owner`); owners that allocated nothing are left out.
+    pub owners: Vec<OwnerRow>,
     /// Failed calls.
     pub failures: Vec<FailureOut>,
     /// `cuMemGetInfo` calls.
@@ -376,6 +379,16 @@ pub struct DeviceSection {
     pub gpus: Vec<GpuOut>,
     /// Conclusions in plain words, each with its evidence.
     pub findings: Vec<Finding>,
+}
+
+/// GPU memory one owner allocated.
+#[derive(Serialize, Debug, PartialEq)]
+pub struct OwnerRow {
+    pub owner: &'static str,
+    pub allocations: u64,
+    pub allocated_bytes: u64,
+    /// Still live at the end.
+    pub live_bytes: u64,
 }
 
 /// One GPU, by NVML's index (CUDA's ordinals follow `CUDA_VISIBLE_DEVICES`; match them by UUID).
