@@ -27,11 +27,12 @@ pub use error::Error;
 pub use header::{Clock, Header, FORMAT_VERSION, MAGIC};
 pub use reader::TraceReader;
 pub use record::{
-    Alloc, AllocCpu, AllocFn, CopyApi, CopyTime, Counter, CudaApi, CudaFailure, DeviceAlloc,
-    DeviceFree, DeviceMemory, End, EndReason, Event, FrameRef, Free, GpuInfo, GpuSample, HeapStats,
-    ManagedHint, Map, MapFn, MemInfo, Module, ModuleUnload, Note, NumaCall, NumaFn, NumaNode,
-    Placement, PyCode, PyString, PythonRuntime, RankInfo, ReallocFailed, Record, Segment, StackDef,
-    SymFrame, Symbol, TimedCopy, Transfer, Unmap, PYTHON_FRAME, UNSAMPLED,
+    Alloc, AllocCpu, AllocFn, CopyApi, CopyTime, Counter, CudaApi, CudaFailure, CuptiState,
+    DeviceAlloc, DeviceFree, DeviceMemory, End, EndReason, Event, FrameRef, Free, GpuInfo,
+    GpuSample, HeapStats, ManagedHint, Map, MapFn, MemInfo, Module, ModuleUnload, Note, NumaCall,
+    NumaFn, NumaNode, Placement, PyCode, PyString, PythonRuntime, RankInfo, ReallocFailed, Record,
+    Segment, StackDef, SymFrame, Symbol, TimedCopy, Transfer, UmCounter, Unmap, PYTHON_FRAME,
+    UNSAMPLED,
 };
 pub use writer::TraceWriter;
 

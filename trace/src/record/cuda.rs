@@ -230,3 +230,31 @@ pub struct CopyTime {
     /// Nanoseconds between the two events (the resolution of `cuEventElapsedTime`, about 0.5 µs).
     pub gpu_ns: u64,
 }
+
+/// The state of CUPTI's unified-memory counters (`MEMSHIM_CUPTI=1`). Since version 5.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CuptiState {
+    /// True once the counters are enabled.
+    pub enabled: bool,
+    /// The library used, or what went wrong (not found, another tool holds CUPTI, not supported).
+    pub detail: String,
+}
+
+/// Unified-memory activity of one kind between two places, in one 2 MiB region of managed memory,
+/// summed over CUPTI's records. Since version 5.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UmCounter {
+    /// CUPTI's counter kind: 1 bytes host to device, 2 bytes device to host, 3 CPU page faults,
+    /// 4 GPU page-fault groups, 5 thrashing, 6 throttling, 7 remote maps, 8 bytes device to device.
+    pub kind: u32,
+    /// Source (a device id; CPU transfers name the CPU side as CUPTI does).
+    pub src: u32,
+    /// Destination, likewise.
+    pub dst: u32,
+    /// The lowest address CUPTI named in the region (the region is `address >> 21`).
+    pub address: u64,
+    /// CUPTI records summed.
+    pub records: u64,
+    /// Their values: bytes for transfers, faults for page faults, events for the others.
+    pub value: u64,
+}

@@ -102,6 +102,10 @@ pub enum Record {
     TimedCopy(TimedCopy),
     /// How long an event-timed copy ran on the GPU. Since version 5.
     CopyTime(CopyTime),
+    /// Whether CUPTI's unified-memory counters are being collected, and why not. Since version 5.
+    Cupti(CuptiState),
+    /// Unified-memory activity CUPTI reported since the last such record. Since version 5.
+    UnifiedMemory(Vec<UmCounter>),
 }
 
 impl Record {
