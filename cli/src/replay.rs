@@ -10,8 +10,8 @@ use std::sync::mpsc::SyncSender;
 
 use anyhow::{bail, Context, Result};
 use memshim_trace::{
-    Counter, End, Event, Header, Module, NumaCall, NumaNode, Placement, PyCode, PythonRuntime,
-    RankInfo, Record, SymFrame, TraceReader,
+    Counter, End, Event, Header, Module, NumaCall, NumaNode, PyCode, PythonRuntime, RankInfo,
+    Record, SymFrame, TraceReader,
 };
 
 use crate::analysis::fragmentation::Fragmentation;
@@ -72,11 +72,17 @@ pub struct Replayed {
     /// Bytes of the trace up to the end of its last complete frame (the file is longer when its last
     /// frame is torn).
     pub complete_bytes: u64,
-    /// The CPU each large block was allocated on, until its placement is known.
-    pub alloc_cpu: HashMap<u64, u32>,
+    /// The CPU each large block was allocated on, and when, until its placement is known.
+    pub alloc_cpu: HashMap<u64, (u32, u64)>,
     /// Sampled placements of large blocks, with the allocating CPU, the block's stack and its memory
     /// (heap, or pinned or registered host memory).
-    pub placements: Vec<(Placement, Option<u32>, Option<u32>, HostBlock)>,
+    pub placements: Vec<SampledBlock>,
+    /// The performance counters' totals over time.
+    pub counter_series: crate::analysis::counters::CounterSeries,
+    /// The CPUs each program thread was seen on (machines with several NUMA nodes).
+    pub threads: crate::analysis::numa::Threads,
+    /// The last allocations, which date the large ones.
+    recent_allocs: crate::analysis::numa::RecentAllocs,
     /// The Python interpreter the process ran, if any.
     pub python: Option<PythonRuntime>,
     /// The process's rank in a distributed job, if it was one.
@@ -94,13 +100,7 @@ pub struct Replayed {
     py_pending: Vec<PyCode>,
 }
 
-/// What kind of host memory a sampled block is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HostBlock {
-    Heap,
-    Pinned,
-    Registered,
-}
+pub use crate::analysis::numa::{HostBlock, SampledBlock};
 
 /// A Python function (code object): what a Python frame names.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -149,6 +149,8 @@ pub fn kind_name(r: &Record) -> &'static str {
         Record::Rank(_) => "rank",
         Record::Gpus(_) => "gpus",
         Record::GpuSamples(_) => "gpu_samples",
+        Record::CounterSample(_) => "counter_sample",
+        Record::ThreadCpus(_) => "thread_cpus",
     }
 }
 
@@ -231,6 +233,9 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
         complete_bytes: 0,
         alloc_cpu: HashMap::default(),
         placements: Vec::new(),
+        counter_series: Default::default(),
+        threads: Default::default(),
+        recent_allocs: Default::default(),
         python: None,
         rank: None,
         gpus: Default::default(),
@@ -371,11 +376,19 @@ fn apply(r: &mut Replayed, ev: Event) {
         r.last_t = r.last_t.max(ev.t);
     }
     match ev.record {
-        Record::Alloc(a) => r.heap.alloc(ev.t, ev.tid, a.addr, a.size, a.stack),
-        Record::Free(f) => {
-            r.heap.free(ev.t, ev.tid, f.addr, f.realloc);
+        Record::Alloc(a) => {
+            r.heap.alloc(ev.t, ev.tid, a.addr, a.size, a.stack);
+            r.fragmentation.holes.alloc(a.addr);
+            r.recent_allocs.push(a.addr, ev.t);
         }
-        Record::ReallocFailed(f) => r.heap.realloc_failed(ev.tid, f.addr),
+        Record::Free(f) => {
+            let size = r.heap.free(ev.t, ev.tid, f.addr, f.realloc);
+            r.fragmentation.holes.free(f.addr, size);
+        }
+        Record::ReallocFailed(f) => {
+            r.heap.realloc_failed(ev.tid, f.addr);
+            r.fragmentation.holes.alloc(f.addr);
+        }
         Record::Map(m) => r.mmap.map(ev.tid, &m),
         Record::Unmap(u) => r.mmap.unmap(ev.tid, &u),
         Record::Stack(s) => {
@@ -411,7 +424,9 @@ fn apply(r: &mut Replayed, ev: Event) {
             r.dropped = r.dropped.max(e.dropped_events);
             r.end = Some(e);
         }
-        Record::DeviceAlloc(a) => r.device.alloc(ev.t, ev.tid, &a),
+        Record::DeviceAlloc(a) => {
+            r.device.alloc(ev.t, ev.tid, &a);
+        }
         Record::DeviceFree(f) => r.device.free(ev.t, ev.tid, &f),
         Record::CudaFailure(f) => r.device.failure(ev.t, ev.tid, f),
         Record::MemInfo(m) => r.device.mem_info(&m),
@@ -423,13 +438,14 @@ fn apply(r: &mut Replayed, ev: Event) {
         Record::CopyTime(ct) => r.transfers.copy_time(&ct),
         Record::Sampling(bytes) => r.heap.sample_bytes = bytes,
         Record::Topology(nodes) => r.topology = nodes,
-        Record::HeapStats(h) => r.fragmentation.sample(ev.t, &h),
+        Record::HeapStats(h) => r.fragmentation.sample(ev.t, &h, || r.heap.live_blocks()),
         Record::Counters(c) => r.counters = c,
         Record::AllocCpu(a) => {
-            r.alloc_cpu.insert(a.addr, a.cpu);
+            let at = r.recent_allocs.time_of(a.addr).unwrap_or(ev.t);
+            r.alloc_cpu.insert(a.addr, (a.cpu, at));
         }
         Record::Placement(p) => {
-            let cpu = r.alloc_cpu.remove(&p.addr);
+            let at = r.alloc_cpu.remove(&p.addr);
             let kind = match r.device.classify(p.addr) {
                 Some(memshim_trace::DeviceMemory::PinnedHost) => HostBlock::Pinned,
                 Some(memshim_trace::DeviceMemory::Registered) => HostBlock::Registered,
@@ -445,9 +461,17 @@ fn apply(r: &mut Replayed, ev: Event) {
                 HostBlock::Heap => r.heap.block_stack(p.addr),
             };
             if r.placements.len() < MAX_NUMA_CALLS {
-                r.placements.push((p, cpu, stack, kind));
+                r.placements.push(SampledBlock {
+                    placement: p,
+                    alloc_cpu: at.map(|a| a.0),
+                    alloc_t: at.map(|a| a.1),
+                    stack,
+                    memory: kind,
+                });
             }
         }
+        Record::CounterSample(c) => r.counter_series.sample(ev.t, &c),
+        Record::ThreadCpus(c) => r.threads.sample(ev.t, &c),
         Record::NumaCall(c) => {
             if r.numa_calls.len() < MAX_NUMA_CALLS {
                 r.numa_calls.push((ev.t, ev.tid, c));

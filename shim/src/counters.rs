@@ -5,9 +5,10 @@
 //! `perf_event_paranoid`, and then the trace says why instead of giving a number.
 //!
 //! The counters' descriptors are close-on-exec: an exec'd program must not inherit them (it opens its
-//! own). Never: touched on the hot path. The list is behind a mutex used only at start and at exit; a fork
-//! child does not read it (the counters are its parent's).
+//! own). Never: touched on the hot path. The list is behind a mutex used at start, by the sampler
+//! about once a second and at exit; a fork child does not read it (the counters are its parent's).
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use memshim_trace::Counter as Out;
@@ -20,6 +21,9 @@ struct Opened {
 }
 
 static COUNTERS: OnceLock<Mutex<Vec<Opened>>> = OnceLock::new();
+/// The process that opened them: a fork child inherits the descriptors but not the right to read
+/// them as its own.
+static OPENER: AtomicU32 = AtomicU32::new(0);
 
 fn events() -> Vec<(&'static str, Event)> {
     let llc = |result| Cache {
@@ -49,6 +53,18 @@ pub fn open() {
         })
         .collect();
     let _ = COUNTERS.set(Mutex::new(opened));
+    OPENER.store(crate::sys::getpid(), Ordering::Relaxed);
+}
+
+/// The totals so far of the counters that can be read, for the sampler; `None` in a process that
+/// did not open them (a fork child). With `inherit`, reading the parent's counter sums its children
+/// (the threads) as they run, so each sample covers every thread.
+pub fn sample() -> Option<Vec<Out>> {
+    if OPENER.load(Ordering::Relaxed) != crate::sys::getpid() {
+        return None;
+    }
+    let values: Vec<Out> = read().into_iter().filter(|c| c.value.is_some()).collect();
+    Some(values).filter(|v| !v.is_empty())
 }
 
 fn start(event: Event) -> std::io::Result<Counter> {

@@ -50,6 +50,7 @@ mod session;
 mod stacks;
 mod symbolize;
 mod sys;
+mod threadcpus;
 mod threads;
 mod topology;
 mod unwind;

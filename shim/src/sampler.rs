@@ -1,6 +1,8 @@
 //! The sampler thread: every 100 ms it samples the C library's heap statistics and the resident set,
-//! and checks whether the module map changed (dlopen, dlclose) and sends the new map (looking for a
-//! CPython loaded late, as an embedding program does). It is the only
+//! about once a second the performance counters' running totals, on a machine with several NUMA
+//! nodes the CPU each thread runs on (`threadcpus`), and checks whether the module map changed
+//! (dlopen, dlclose) and sends the new map (looking for a CPython loaded late, as an embedding
+//! program does). It is the only
 //! place, besides start and exit, that walks the loader's list, so the writer never has to.
 use std::io;
 use std::time::Duration;
@@ -20,6 +22,10 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
     crate::threads::spawn(c"memshim-sampler", move || {
         let mut seen = seen;
         let mut heap = Pace::new(1, HEAP_SLOW);
+        // The first reading at the first period, so a short run still shows how the counters grew.
+        let mut counters = Pace::new(COUNTER_TICKS, COUNTER_SLOW).due_first();
+        let mut threads =
+            crate::threadcpus::ThreadCpus::new().map(|t| (t, Pace::new(1, THREADS_SLOW)));
         let mut gpus = GpuSampling::default();
         let mut poller = false;
         loop {
@@ -46,6 +52,28 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
                 heap.took(start.elapsed());
                 if tx.send(Msg::Record(Record::HeapStats(stats))).is_err() {
                     return;
+                }
+            }
+            if counters.due() {
+                let start = std::time::Instant::now();
+                let values = crate::counters::sample();
+                counters.took(start.elapsed());
+                if let Some(v) = values {
+                    if tx.send(Msg::Record(Record::CounterSample(v))).is_err() {
+                        return;
+                    }
+                }
+            }
+            if let Some((cpus, pace)) = threads.as_mut() {
+                if pace.due() {
+                    let start = std::time::Instant::now();
+                    let sample = cpus.sample();
+                    pace.took(start.elapsed());
+                    if !sample.is_empty()
+                        && tx.send(Msg::Record(Record::ThreadCpus(sample))).is_err()
+                    {
+                        return;
+                    }
                 }
             }
             let now = modules::counters();
@@ -85,6 +113,13 @@ impl Default for GpuSampling {
         }
     }
 }
+
+/// Counters are read every this many periods (one read syscall per counter: about 10 µs in all).
+const COUNTER_TICKS: u32 = 10;
+/// A counter reading slower than this halves the rate.
+const COUNTER_SLOW: Duration = Duration::from_millis(1);
+/// A thread-CPU sample slower than this (many threads: two small /proc reads each) halves the rate.
+const THREADS_SLOW: Duration = Duration::from_millis(2);
 
 /// A GPU reading that takes longer than this halves the reading rate.
 const GPU_SLOW: Duration = Duration::from_millis(20);
@@ -138,6 +173,12 @@ impl Pace {
         }
     }
 
+    /// The same pace, due at the first period already.
+    fn due_first(mut self) -> Pace {
+        self.tick = self.every.saturating_sub(1);
+        self
+    }
+
     fn due(&mut self) -> bool {
         self.tick += 1;
         if self.tick >= self.every {
@@ -181,5 +222,12 @@ mod tests {
         gpu.took(Duration::from_millis(50));
         assert_eq!(gpu.every, 4);
         assert!(!gpu.due() && !gpu.due() && !gpu.due() && gpu.due());
+    }
+
+    #[test]
+    fn a_pace_can_be_due_at_once() {
+        let mut p = Pace::new(10, COUNTER_SLOW).due_first();
+        assert!(p.due());
+        assert_eq!((0..10).filter(|_| p.due()).count(), 1);
     }
 }

@@ -9,6 +9,7 @@ mod cuda;
 mod cuda_timing;
 mod formats;
 mod heap;
+mod memory_system;
 mod numa;
 mod numa_qemu;
 mod process;

@@ -31,8 +31,8 @@ pub use record::{
     DeviceAlloc, DeviceFree, DeviceMemory, End, EndReason, Event, FrameRef, Free, GpuInfo,
     GpuSample, HeapStats, ManagedHint, Map, MapFn, MemInfo, Module, ModuleUnload, Note, NumaCall,
     NumaFn, NumaNode, Placement, PyCode, PyString, PythonRuntime, RankInfo, ReallocFailed, Record,
-    Segment, StackDef, SymFrame, Symbol, TimedCopy, Transfer, UmCounter, Unmap, PYTHON_FRAME,
-    UNSAMPLED,
+    Segment, StackDef, SymFrame, Symbol, ThreadCpu, TimedCopy, Transfer, UmCounter, Unmap,
+    PYTHON_FRAME, UNSAMPLED,
 };
 pub use writer::TraceWriter;
 

@@ -1,7 +1,9 @@
 //! Host heap fragmentation from the sampled C-library statistics: bytes the allocator holds free
 //! inside its arenas (it cannot give them back while live blocks sit above them), their share of the
-//! arena, and the resident set against the live heap.
+//! arena, and the resident set against the live heap; `holes` names the size classes behind them.
 use memshim_trace::HeapStats;
+
+use super::holes::Holes;
 
 /// The fragmentation analysis state.
 #[derive(Default, Debug)]
@@ -14,11 +16,18 @@ pub struct Fragmentation {
     pub peak_arena: u64,
     /// The largest resident set.
     pub peak_rss: u64,
+    /// Freed blocks not reused, and the size classes of the holes at the worst sample.
+    pub holes: Holes,
 }
 
 impl Fragmentation {
-    /// A sample taken at `t`.
-    pub fn sample(&mut self, t: u64, s: &HeapStats) {
+    /// A sample taken at `t`, with the live heap blocks as (address, size) at that moment.
+    pub fn sample<I: Iterator<Item = (u64, u64)>>(
+        &mut self,
+        t: u64,
+        s: &HeapStats,
+        live: impl FnOnce() -> I,
+    ) {
         self.samples += 1;
         self.peak_arena = self.peak_arena.max(s.arena);
         self.peak_rss = self.peak_rss.max(s.rss);
@@ -30,6 +39,7 @@ impl Fragmentation {
             .is_none_or(|(_, w)| held > w.free.saturating_sub(w.releasable))
         {
             self.worst = Some((t, s.clone()));
+            self.holes.peak(held, live());
         }
     }
 
@@ -70,9 +80,10 @@ mod tests {
     #[test]
     fn the_worst_sample_is_the_most_held_free_memory() {
         let mut f = Fragmentation::default();
-        f.sample(1, &stats(1000, 100, 90));
-        f.sample(2, &stats(2000, 800, 0));
-        f.sample(3, &stats(1500, 900, 800));
+        let none = std::iter::empty;
+        f.sample(1, &stats(1000, 100, 90), none);
+        f.sample(2, &stats(2000, 800, 0), none);
+        f.sample(3, &stats(1500, 900, 800), none);
         assert_eq!(f.samples, 3);
         assert_eq!(f.worst.as_ref().unwrap().0, 2);
         assert_eq!(f.worst_held(), (800, 0.4));

@@ -136,6 +136,11 @@ impl Heap {
         }
     }
 
+    /// Every live block as (address, size), in no particular order.
+    pub fn live_blocks(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.live.iter().map(|(&a, b)| (a, b.size))
+    }
+
     /// The sites holding memory when the peak was reached, with what they held then (live bytes and
     /// blocks) and their totals over the run.
     pub fn peak_sites(&self) -> HashMap<u32, SiteStats> {

@@ -1,11 +1,14 @@
 //! Analyses: each consumes the event stream once with state bounded by the live set and the number
 //! of distinct stacks, and yields plain numbers for the report. No rendering here.
+pub mod counters;
 pub mod device;
 pub mod fragmentation;
 pub mod gpus;
 pub mod growth;
 pub mod heap;
+pub mod holes;
 pub mod mmap;
+pub mod numa;
 pub mod python_sites;
 pub mod timeline;
 pub mod transfers;

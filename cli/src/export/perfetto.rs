@@ -1,6 +1,6 @@
 //! A timeline in the Chrome trace-event JSON format, which the Perfetto UI (ui.perfetto.dev) and
 //! chrome://tracing open: per process, counters of live host heap and device memory over time (and,
-//! per GPU, NVML's count of the process's memory and PCIe throughput), and
+//! per GPU, NVML's count of the process's memory and PCIe throughput; the perf counters' totals), and
 //! every copy (the first `TIMELINE_COPIES`) as a slice on its thread's track, named by direction and
 //! host memory, with its bytes.
 use std::io::{self, Write};
@@ -51,6 +51,12 @@ pub fn write(traces: &[Replayed], out: &mut dyn Write) -> io::Result<()> {
                 for &(ts, v) in series.points() {
                     events.push(json!({"name": name, "ph": "C", "ts": us(ts), "pid": pid, "args": {unit: v}}));
                 }
+            }
+        }
+        // The perf counters' running totals, one track each (about one reading a second).
+        for (name, series) in &t.counter_series.by_name {
+            for &(ts, v) in series.points() {
+                events.push(json!({"name": format!("{name} (perf)"), "ph": "C", "ts": us(ts), "pid": pid, "args": {"total": v}}));
             }
         }
         for &(ts, dur, tid, dir, host, size) in &t.transfers.timeline {

@@ -151,6 +151,13 @@ pub fn report() -> Report {
         peak_free_held_ratio: 0.25,
         peak_arena_bytes: 12 << 20,
         peak_rss_bytes: 900 << 20,
+        size_classes: vec![SizeClassOut {
+            min_bytes: 513,
+            max_bytes: 1024,
+            hole_bytes: 2 << 20,
+            holes: 2100,
+            common_size: 1000,
+        }],
         findings: Vec::new(),
     };
     main.counters.values = vec![
@@ -165,6 +172,10 @@ pub fn report() -> Report {
             error: Some("this machine does not expose the counter".into()),
         },
     ];
+    main.counters.series = vec![CounterSeriesOut {
+        name: "page_faults_minor".into(),
+        points: vec![(1.0, 1200), (2.0, 4321)],
+    }];
     main.numa.nodes = vec![NumaNodeOut {
         id: 0,
         cpus: vec![0, 1],

@@ -3,6 +3,7 @@ pub mod colour;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod numa_lines;
 pub mod text;
 
 use std::io::{self, Write};

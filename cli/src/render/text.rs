@@ -150,6 +150,9 @@ impl Text {
                 human_bytes(f.peak_arena_bytes),
                 human_bytes(f.peak_rss_bytes)
             )?;
+            for c in f.size_classes.iter().take(3) {
+                writeln!(out, "  {}", super::numa_lines::size_class_line(c))?;
+            }
         }
         let measured: Vec<String> = p
             .counters
@@ -159,6 +162,9 @@ impl Text {
             .collect();
         if !measured.is_empty() {
             writeln!(out, "counters: {}", measured.join(", "))?;
+        }
+        if let Some(line) = super::numa_lines::counter_series_line(&p.counters) {
+            writeln!(out, "  {line}")?;
         }
         if !p.numa.nodes.is_empty() {
             writeln!(
@@ -179,6 +185,9 @@ impl Text {
         }
         for b in p.numa.placements.iter().take(self.top) {
             writeln!(out, "  {}", placement_line(b))?;
+        }
+        for th in p.numa.threads.iter().filter(|t| t.migrated).take(self.top) {
+            writeln!(out, "  {}", super::numa_lines::thread_line(th))?;
         }
         for c in p.numa.calls.iter().take(self.top) {
             let mut args = Vec::new();
@@ -544,9 +553,10 @@ fn placement_line(b: &PlacementOut) -> String {
         .map(|f| format!(" in {}", frame_line(f)))
         .unwrap_or_default();
     format!(
-        "{} {} {place}{untouched}{by}{remote}{site}",
+        "{} {} {place}{untouched}{by}{remote}{site}{}",
         human_bytes(b.bytes),
-        b.memory
+        b.memory,
+        super::numa_lines::cause_suffix(b)
     )
 }
 

@@ -111,8 +111,8 @@ fn process(t: &Replayed) -> Process {
             },
         },
         numa: super::system::numa(t, &mut sym),
-        counters: super::system::counters(t),
-        fragmentation: super::system::fragmentation(t),
+        counters: super::counters::counters(t),
+        fragmentation: super::fragmentation::fragmentation(t),
     }
 }
 

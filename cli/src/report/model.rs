@@ -109,7 +109,27 @@ pub struct NumaSection {
     pub bytes_by_node: Vec<NodeBytes>,
     /// The sampled large blocks, largest first.
     pub placements: Vec<PlacementOut>,
+    /// The program's threads as sampled about every 100 ms (only on a machine with several nodes),
+    /// those that ran on more than one node first.
+    pub threads: Vec<NumaThreadOut>,
     pub findings: Vec<Finding>,
+}
+
+/// Where one thread ran.
+#[derive(Serialize, Debug)]
+pub struct NumaThreadOut {
+    pub tid: u32,
+    /// Its name (`comm`); empty when unknown.
+    pub name: String,
+    pub samples: u64,
+    /// Samples per node: [node, samples].
+    pub samples_by_node: Vec<(u32, u64)>,
+    /// The CPUs it was seen on.
+    pub cpus: Vec<u32>,
+    /// True when it ran on more than one node.
+    pub migrated: bool,
+    pub first_time_s: f64,
+    pub last_time_s: f64,
 }
 
 /// A placement or affinity call, decoded.
@@ -158,6 +178,12 @@ pub struct PlacementOut {
     pub alloc_node: Option<u32>,
     /// True when most resident pages are on a node other than the allocating CPU's.
     pub remote: bool,
+    /// Why a remote block is there: "placement_call" (an mbind over it, a page move, or a binding
+    /// set_mempolicy in force when it was allocated) or "first_touch" (no such call: another node's
+    /// thread wrote it first); null when not remote.
+    pub cause: Option<&'static str>,
+    /// With "placement_call": the index in `calls` of the call that placed it.
+    pub placed_by_call: Option<usize>,
     pub frames: Vec<FrameOut>,
 }
 
@@ -174,7 +200,17 @@ pub struct NumaNodeOut {
 pub struct CountersSection {
     /// Each counter's total, or why it could not be read.
     pub values: Vec<CounterOut>,
+    /// The totals over time, read about once a second while the process ran.
+    pub series: Vec<CounterSeriesOut>,
     pub findings: Vec<Finding>,
+}
+
+/// One counter's running total over time.
+#[derive(Serialize, Debug)]
+pub struct CounterSeriesOut {
+    pub name: String,
+    /// [seconds since start, total so far].
+    pub points: Vec<(f64, u64)>,
 }
 
 /// One counter.
@@ -197,7 +233,23 @@ pub struct FragmentationSection {
     /// The largest arena, and the largest resident set.
     pub peak_arena_bytes: u64,
     pub peak_rss_bytes: u64,
+    /// The size classes whose freed blocks were holes among live blocks near the peak, most hole
+    /// bytes first (at most 10).
+    pub size_classes: Vec<SizeClassOut>,
     pub findings: Vec<Finding>,
+}
+
+/// Holes left by the frees of one size class.
+#[derive(Serialize, Debug)]
+pub struct SizeClassOut {
+    /// The class: sizes from `min_bytes` to `max_bytes` (a power of two).
+    pub min_bytes: u64,
+    pub max_bytes: u64,
+    /// Bytes of the freed blocks that were holes, and how many.
+    pub hole_bytes: u64,
+    pub holes: u64,
+    /// The most frequent size among them.
+    pub common_size: u64,
 }
 
 /// Memory over time, downsampled to at most 2048 points each (the largest value of each interval).

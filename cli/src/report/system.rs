@@ -1,18 +1,15 @@
-//! The CPU-side sections: NUMA topology (with what it allows to conclude), performance counters with
-//! the cache miss rate, and heap fragmentation.
+//! The NUMA section: topology, placement and affinity calls, where large blocks live against where
+//! their threads ran, and what that allows to conclude (threads in `numa_threads`, causes of remote
+//! blocks in `first_touch`).
 use memshim_trace::NumaFn;
 
 use super::build::frames;
 use super::model::{
-    CounterOut, CountersSection, Finding, FragmentationSection, FrameOut, NodeBytes, NumaCallOut,
-    NumaNodeOut, NumaSection, PlacementOut,
+    Finding, FrameOut, NodeBytes, NumaCallOut, NumaNodeOut, NumaSection, PlacementOut,
 };
 use crate::render::human_bytes;
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
-
-/// Above this cache miss rate the counters section flags it (the checklist's 10%).
-const MISS_RATE: f64 = 0.10;
 
 /// The memory policy's name.
 fn policy_name(mode: i32) -> Option<String> {
@@ -53,7 +50,7 @@ fn call_name(f: NumaFn) -> &'static str {
 
 /// The NUMA section.
 pub fn numa(t: &Replayed, sym: &mut Symbolizer) -> NumaSection {
-    let calls = t
+    let calls: Vec<NumaCallOut> = t
         .numa_calls
         .iter()
         .map(|(at, tid, c)| NumaCallOut {
@@ -90,7 +87,8 @@ pub fn numa(t: &Replayed, sym: &mut Symbolizer) -> NumaSection {
     let mut placements: Vec<PlacementOut> = t
         .placements
         .iter()
-        .map(|(p, cpu, stack, kind)| {
+        .map(|b| {
+            let p = &b.placement;
             let resident: u32 = p.nodes.iter().map(|n| n.1).sum();
             for &(node, pages) in &p.nodes {
                 *by_node.entry(node).or_default() +=
@@ -98,9 +96,16 @@ pub fn numa(t: &Replayed, sym: &mut Symbolizer) -> NumaSection {
             }
             // `nodes` is sorted by node: the first of the largest counts, so a tie names the lowest.
             let majority = p.nodes.iter().rev().max_by_key(|n| n.1).map(|n| n.0);
-            let alloc_node = cpu.and_then(node_of);
+            let alloc_node = b.alloc_cpu.and_then(node_of);
+            let remote = matches!((alloc_node, majority), (Some(a), Some(m)) if a != m);
+            let (cause, placed_by_call) = if remote {
+                let (c, i) = super::first_touch::cause(b, &t.numa_calls);
+                (Some(c), i)
+            } else {
+                (None, None)
+            };
             PlacementOut {
-                memory: match kind {
+                memory: match b.memory {
                     crate::replay::HostBlock::Heap => "heap",
                     crate::replay::HostBlock::Pinned => "pinned",
                     crate::replay::HostBlock::Registered => "registered",
@@ -109,10 +114,12 @@ pub fn numa(t: &Replayed, sym: &mut Symbolizer) -> NumaSection {
                 pages_by_node: p.nodes.clone(),
                 absent_pages: p.absent,
                 node: majority,
-                alloc_cpu: *cpu,
+                alloc_cpu: b.alloc_cpu,
                 alloc_node,
-                remote: matches!((alloc_node, majority), (Some(a), Some(m)) if a != m),
-                frames: stack.map(|s| frames(t, sym, s)).unwrap_or_default(),
+                remote,
+                cause,
+                placed_by_call,
+                frames: b.stack.map(|s| frames(t, sym, s)).unwrap_or_default(),
             }
         })
         .collect();
@@ -124,6 +131,9 @@ pub fn numa(t: &Replayed, sym: &mut Symbolizer) -> NumaSection {
         .collect();
     let mut findings = Vec::new();
     findings.extend(remote_memory(&placements));
+    findings.extend(super::first_touch::findings(&placements, &calls));
+    let (threads, migration) = super::numa_threads::threads(t, node_of);
+    findings.extend(migration);
     let gpu_nodes: Vec<i32> = t.gpus.info.iter().map(|g| g.numa_node).collect();
     findings.extend(pinned_away_from_gpu(&placements, &gpu_nodes));
     if nodes.len() == 1 {
@@ -149,6 +159,7 @@ pub fn numa(t: &Replayed, sym: &mut Symbolizer) -> NumaSection {
         calls,
         bytes_by_node,
         placements,
+        threads,
         findings,
     }
 }
@@ -181,7 +192,7 @@ fn remote_memory(placements: &[PlacementOut]) -> Option<Finding> {
 }
 
 /// The program's own frame of a stack as "function (file:line)", or the function alone without a line.
-fn program_site(frames: &[FrameOut]) -> Option<String> {
+pub(super) fn program_site(frames: &[FrameOut]) -> Option<String> {
     let func = crate::report::owner::first_program_function(frames)?;
     let frame = frames
         .iter()
@@ -195,80 +206,6 @@ fn program_site(frames: &[FrameOut]) -> Option<String> {
         }
         _ => func.to_string(),
     })
-}
-
-/// The counters section.
-pub fn counters(t: &Replayed) -> CountersSection {
-    let values: Vec<CounterOut> = t
-        .counters
-        .iter()
-        .map(|c| CounterOut {
-            name: c.name.clone(),
-            value: c.value,
-            error: c.error.clone(),
-        })
-        .collect();
-    let get = |name: &str| values.iter().find(|c| c.name == name).and_then(|c| c.value);
-    let mut findings = Vec::new();
-    for (what, refs, misses) in [
-        ("cache", "cache_references", "cache_misses"),
-        ("last-level cache load", "llc_loads", "llc_load_misses"),
-    ] {
-        if let (Some(r), Some(m)) = (get(refs), get(misses)) {
-            let rate = m as f64 / r.max(1) as f64;
-            if r > 0 && rate > MISS_RATE {
-                findings.push(Finding {
-                    kind: "cache_misses",
-                    text: format!(
-                        "{:.0}% {what} miss rate ({m} of {r}): above 10%, memory access patterns are hurting; look for random access over large data and for data structures that could be packed or traversed in order",
-                        rate * 100.0
-                    ),
-                });
-            }
-        }
-    }
-    let unavailable: Vec<&str> = values
-        .iter()
-        .filter(|c| c.value.is_none())
-        .map(|c| c.name.as_str())
-        .collect();
-    if !unavailable.is_empty() {
-        findings.push(Finding {
-            kind: "counters_unavailable",
-            text: format!(
-                "not measured on this machine: {} (see each counter's error)",
-                unavailable.join(", ")
-            ),
-        });
-    }
-    CountersSection { values, findings }
-}
-
-/// The fragmentation section.
-pub fn fragmentation(t: &Replayed) -> FragmentationSection {
-    let f = &t.fragmentation;
-    let (held, ratio) = f.worst_held();
-    let when = f.worst.as_ref().map_or(0, |(t, _)| *t);
-    let mut findings = Vec::new();
-    if held >= 1 << 20 && ratio >= 0.15 {
-        findings.push(Finding {
-            kind: "heap_fragmentation",
-            text: format!(
-                "the C library's heap held {} free that it could not return to the system ({:.0}% of its arena): blocks of different sizes and lifetimes interleave, so freed holes sit under live blocks. Allocating long-lived data together, size classes, or an allocator like jemalloc reduce it",
-                human_bytes(held),
-                ratio * 100.0
-            ),
-        });
-    }
-    FragmentationSection {
-        samples: f.samples,
-        peak_free_held_bytes: held,
-        peak_free_held_time_s: when.saturating_sub(t.header.clock_start_ns) as f64 / 1e9,
-        peak_free_held_ratio: ratio,
-        peak_arena_bytes: f.peak_arena,
-        peak_rss_bytes: f.peak_rss,
-        findings,
-    }
 }
 
 /// Pinned or registered buffers mostly on another node than the GPUs' (when NVML placed every GPU on
@@ -315,6 +252,8 @@ mod tests {
             alloc_cpu: None,
             alloc_node: None,
             remote: false,
+            cause: None,
+            placed_by_call: None,
             frames: Vec::new(),
         }
     }

@@ -106,6 +106,12 @@ pub enum Record {
     Cupti(CuptiState),
     /// Unified-memory activity CUPTI reported since the last such record. Since version 5.
     UnifiedMemory(Vec<UmCounter>),
+    /// The performance counters' totals so far, read while the process runs (about once a second);
+    /// only counters that could be read. Since version 5.
+    CounterSample(Vec<Counter>),
+    /// The CPU each thread of the process last ran on, at one moment: sampled only on a machine with
+    /// more than one NUMA node, to find threads that move between nodes. Since version 5.
+    ThreadCpus(Vec<ThreadCpu>),
 }
 
 impl Record {

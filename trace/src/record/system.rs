@@ -109,3 +109,15 @@ pub struct Placement {
     /// Sampled pages not resident yet (never touched, or swapped out).
     pub absent: u32,
 }
+
+/// Where one thread was running when the sampler looked.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadCpu {
+    /// Its kernel thread id.
+    pub tid: u32,
+    /// The CPU it last ran on (`/proc/self/task/<tid>/stat`, field 39).
+    pub cpu: u32,
+    /// Its name (`comm`), given when the thread is first seen and when it moved to another node;
+    /// `None` otherwise (the last name given stands).
+    pub name: Option<String>,
+}

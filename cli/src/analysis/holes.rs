@@ -1,0 +1,171 @@
+//! Which allocation sizes leave the holes behind external fragmentation.
+//!
+//! glibc gives memory back to the system only from the top of an arena (and whole free pages it
+//! trims with `malloc_trim`), so a freed block is a hole that the allocator holds, and the system
+//! still counts, while a live block sits above it in the same arena. The replay keeps every freed
+//! block that no allocation has reused since (by address); when the sampled heap statistics reach a
+//! new peak of free-held bytes, it takes the live blocks, sorted by address, and counts as holes the
+//! freed blocks that overlap no live block and have a live block less than 64 MiB above them (arenas
+//! grow upward; the main arena is contiguous and a thread arena's heap is at most 64 MiB, so a live
+//! block that close above is in the same arena, or at worst the next heap). The holes are grouped by
+//! the power-of-two size class of the block whose free left them: the class whose blocks were freed
+//! among longer-lived neighbours comes first.
+//!
+//! It is an estimate from the program's side: neighbouring holes that glibc coalesced are counted by
+//! the blocks that were freed, chunk headers are left out, and blocks of 128 KiB or more (glibc's
+//! default mmap threshold: mapped, and unmapped on free) are not holes. A snapshot is retaken only when
+//! the peak grew by a tenth since the last one, so the classes describe a moment within 10% of the peak.
+//!
+//! Never: keeps more than [`MAX_FREED`] freed blocks (beyond that, later frees are not followed) or
+//! costs more than a map lookup per event; the sort happens only at a new peak.
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
+
+/// Freed blocks followed at most.
+pub const MAX_FREED: usize = 1 << 22;
+/// Blocks this large are mapped on their own by glibc (its default threshold), not carved from an arena.
+const MMAP_THRESHOLD: u64 = 128 << 10;
+/// How far above a hole a live block still holds it: glibc's HEAP_MAX_SIZE on 64-bit.
+const REGION: u64 = 64 << 20;
+/// Size classes kept per snapshot.
+const CLASSES: usize = 10;
+
+/// The holes of one size class at the snapshot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassHoles {
+    /// The class holds sizes in (`max_bytes` / 2, `max_bytes`].
+    pub max_bytes: u64,
+    /// Bytes of the freed blocks that are holes, and how many.
+    pub hole_bytes: u64,
+    pub holes: u64,
+    /// The most frequent size among them.
+    pub common_size: u64,
+}
+
+/// The state.
+#[derive(Debug, Default)]
+pub struct Holes {
+    freed: HashMap<u64, u64>,
+    /// Frees not followed because the map was full.
+    pub untracked: u64,
+    /// The classes at the last snapshot, most hole bytes first, and the free-held bytes it was taken at.
+    pub classes: Vec<ClassHoles>,
+    pub snapshot_held: u64,
+}
+
+impl Holes {
+    /// A block was allocated at `addr` (or a failed realloc left it live): it is no hole.
+    pub fn alloc(&mut self, addr: u64) {
+        self.freed.remove(&addr);
+    }
+
+    /// The block of `size` bytes at `addr` was freed.
+    pub fn free(&mut self, addr: u64, size: u64) {
+        if size == 0 || size >= MMAP_THRESHOLD {
+            return;
+        }
+        if self.freed.len() >= MAX_FREED && !self.freed.contains_key(&addr) {
+            self.untracked += 1;
+            return;
+        }
+        self.freed.insert(addr, size);
+    }
+
+    /// The heap statistics show `held` free bytes, a new peak: retake the snapshot when it grew by a
+    /// tenth, from the live blocks as (address, size).
+    pub fn peak(&mut self, held: u64, live: impl Iterator<Item = (u64, u64)>) {
+        if held == 0 || held < self.snapshot_held + self.snapshot_held / 10 {
+            return;
+        }
+        self.snapshot_held = held;
+        let mut live: Vec<(u64, u64)> = live.collect();
+        live.sort_unstable();
+        let is_hole = |a: u64, size: u64| {
+            // The live block starting at or before `a`, and the first one after it.
+            let i = live.partition_point(|b| b.0 <= a);
+            let before = i.checked_sub(1).map(|j| live[j]);
+            let clear_below = before.is_none_or(|b| b.0 + b.1 <= a);
+            let held_above = live
+                .get(i)
+                .is_some_and(|b| b.0 >= a + size && b.0 - a < REGION);
+            clear_below && held_above
+        };
+        let mut by_class: BTreeMap<u64, (u64, u64, HashMap<u64, u64>)> = BTreeMap::new();
+        for (&a, &size) in &self.freed {
+            if !is_hole(a, size) {
+                continue;
+            }
+            let c = by_class.entry(size.next_power_of_two()).or_default();
+            c.0 += size;
+            c.1 += 1;
+            *c.2.entry(size).or_default() += 1;
+        }
+        let mut classes: Vec<ClassHoles> = by_class
+            .into_iter()
+            .map(|(max_bytes, (hole_bytes, holes, sizes))| ClassHoles {
+                max_bytes,
+                hole_bytes,
+                holes,
+                // The most frequent; the smaller size on a tie, so the answer does not depend on
+                // the map's order.
+                common_size: sizes
+                    .into_iter()
+                    .max_by_key(|&(s, n)| (n, std::cmp::Reverse(s)))
+                    .map_or(0, |(s, _)| s),
+            })
+            .collect();
+        classes.sort_by_key(|c| (std::cmp::Reverse(c.hole_bytes), c.max_bytes));
+        classes.truncate(CLASSES);
+        self.classes = classes;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn freed_blocks_between_live_ones_are_holes_by_class() {
+        let mut h = Holes::default();
+        let base = 10 * REGION;
+        // 1000-byte blocks every 1024 bytes; every other one freed; 3000-byte ones above them.
+        let mut live = Vec::new();
+        for i in 0..100u64 {
+            let a = base + i * 1024;
+            h.alloc(a);
+            if i % 2 == 0 {
+                h.free(a, 1000);
+            } else {
+                live.push((a, 1000));
+            }
+        }
+        for i in 0..10u64 {
+            live.push((base + 200_000 + i * 3072, 3000));
+        }
+        // A freed block reused by a larger one that starts before it is no hole.
+        h.free(base + 150_000, 500);
+        live.push((base + 149_900, 4000));
+        // A freed block above every live one is the top of the arena: returnable, no hole.
+        h.free(base + 1_000_000, 2000);
+        // A large block is mapped on its own.
+        h.free(base + 100, 1 << 20);
+        h.peak(60_000, live.iter().copied());
+        assert_eq!(
+            h.classes,
+            [ClassHoles {
+                max_bytes: 1024,
+                hole_bytes: 50_000,
+                holes: 50,
+                common_size: 1000
+            }]
+        );
+        // A peak less than a tenth higher keeps the snapshot.
+        live.retain(|b| b.0 != base + 200_000);
+        h.free(base + 200_000, 3000);
+        h.peak(65_000, live.iter().copied());
+        assert_eq!(h.classes.len(), 1);
+        h.peak(70_000, live.iter().copied());
+        assert_eq!(h.classes[1].max_bytes, 4096);
+    }
+}
