@@ -4,12 +4,9 @@
 # every copy on the GPU (MEMSHIM_COPY_EVENT_BYTES=1).
 #   OLD_SHIM=.devlib/libmemshim-<commit>.so OUT=/some/dir bash scripts/h200/copy_cost_ab.sh
 set -u
-OUT=${OUT:-/tmp/memshim-h200}
-mkdir -p "$OUT"
-M=$PWD/target/release/memshim
+. scripts/h200/env.sh
 NEW=$PWD/target/release/libmemshim.so
 OLD=${OLD_SHIM:?OLD_SHIM=path to an earlier libmemshim.so}
-ldconfig -p | grep -q 'libunwind.so.8 ' || export LD_LIBRARY_PATH=$PWD/.devlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 w=/tmp/memshim-ab && rm -rf "$w" && mkdir -p "$w"
 {
     nvcc -g -O2 -o "$w/copy_overhead" examples/cuda/copy_overhead.cu

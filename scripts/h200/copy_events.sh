@@ -5,12 +5,8 @@
 # timed, MEMSHIM_COPY_EVENT_BYTES=1, against the default where its 4-byte copies are not).
 # Run from the repository root with target/release carried:  OUT=/some/dir bash scripts/h200/copy_events.sh
 set -u
-OUT=${OUT:-/tmp/memshim-h200}
-mkdir -p "$OUT"
-M=$PWD/target/release/memshim
-export MEMSHIM_LIB=$PWD/target/release/libmemshim.so
+. scripts/h200/env.sh
 export MEMSHIM_CEILINGS=$OUT/ceilings.json
-ldconfig -p | grep -q 'libunwind.so.8 ' || export LD_LIBRARY_PATH=$PWD/.devlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 w=/tmp/memshim-events && rm -rf "$w" && mkdir -p "$w"
 rows() { "$M" report "$1" | sed -n '/^transfers/,/site #1/p' | grep -v 'site #1'; }
 {

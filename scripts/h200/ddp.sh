@@ -4,11 +4,7 @@
 # Run from the repository root with target/release carried:  OUT=/some/dir bash scripts/h200/ddp.sh
 # Writes $OUT/ddp.txt (the traces, the report's overview and ranks, the checks) and $OUT/ddp.json.
 set -u
-OUT=${OUT:-/tmp/memshim-h200}
-mkdir -p "$OUT"
-M=$PWD/target/release/memshim
-export MEMSHIM_LIB=$PWD/target/release/libmemshim.so
-ldconfig -p | grep -q 'libunwind.so.8 ' || export LD_LIBRARY_PATH=$PWD/.devlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+. scripts/h200/env.sh
 w=/tmp/memshim-ddp && rm -rf "$w"
 {
     nvidia-smi --query-gpu=index,name --format=csv,noheader

@@ -3,11 +3,7 @@
 # (bandwidth_bound, gpu_idle, capacity_bound). Run from the repository root with target/release
 # carried:  OUT=/some/dir bash scripts/h200/gpu_bound.sh
 set -u
-OUT=${OUT:-/tmp/memshim-h200}
-mkdir -p "$OUT"
-M=$PWD/target/release/memshim
-export MEMSHIM_LIB=$PWD/target/release/libmemshim.so
-ldconfig -p | grep -q 'libunwind.so.8 ' || export LD_LIBRARY_PATH=$PWD/.devlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+. scripts/h200/env.sh
 w=/tmp/memshim-bound && rm -rf "$w" && mkdir -p "$w"
 {
     nvcc -O2 -o "$w/gpu_bound" examples/cuda/gpu_bound.cu

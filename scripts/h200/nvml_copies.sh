@@ -2,11 +2,7 @@
 # NVML readings and the runtime's 2D/3D/peer copies and memsets on the GPU machine. Run from the
 # repository root with target/release carried:  OUT=/some/dir bash scripts/h200/nvml_copies.sh
 set -u
-OUT=${OUT:-/tmp/memshim-h200}
-mkdir -p "$OUT"
-M=$PWD/target/release/memshim
-export MEMSHIM_LIB=$PWD/target/release/libmemshim.so
-ldconfig -p | grep -q 'libunwind.so.8 ' || export LD_LIBRARY_PATH=$PWD/.devlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+. scripts/h200/env.sh
 w=/tmp/memshim-nvml && rm -rf "$w" && mkdir -p "$w"
 {
     for rt in static shared; do

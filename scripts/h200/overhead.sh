@@ -3,9 +3,7 @@
 # machine. Run from the repository root with target/release/{memshim,libmemshim.so}; if the system has
 # no libunwind.so.8, put one in .devlib/ (carried) to use the shim's fast unwinder.
 set -u
-M=$PWD/target/release/memshim
-export MEMSHIM_LIB=$PWD/target/release/libmemshim.so
-ldconfig -p | grep -q 'libunwind.so.8 ' || export LD_LIBRARY_PATH=$PWD/.devlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+. scripts/h200/env.sh
 echo "libunwind: $(ldconfig -p | grep -c 'libunwind.so.8 ') system copies; LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
 w=/tmp/memshim-overhead && rm -rf "$w" && mkdir -p "$w"
 nvcc -g -O2 -o "$w/copy_overhead" examples/cuda/copy_overhead.cu

@@ -3,9 +3,7 @@
 # Python frames on and off, and each trace's event counts (allocations, distinct stacks, code objects).
 # Run from the repository root with target/release carried (and .devlib for libunwind).
 set -u
-M=$PWD/target/release/memshim
-export MEMSHIM_LIB=$PWD/target/release/libmemshim.so
-ldconfig -p | grep -q 'libunwind.so.8 ' || export LD_LIBRARY_PATH=$PWD/.devlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+. scripts/h200/env.sh
 w=/tmp/memshim-pycost && rm -rf "$w" && mkdir -p "$w"
 for model in ${MODELS:-transformer mlp}; do
     echo "== $model: bare"

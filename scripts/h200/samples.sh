@@ -4,11 +4,7 @@
 # (examples/python/torch_ddp.py under torchrun). Run from the repository root with target/release
 # carried:  OUT=/some/dir bash scripts/h200/samples.sh   then copy $OUT/*.md and *.html to examples/reports/.
 set -eu
-OUT=${OUT:-/tmp/memshim-h200}
-mkdir -p "$OUT"
-M=$PWD/target/release/memshim
-export MEMSHIM_LIB=$PWD/target/release/libmemshim.so
-ldconfig -p | grep -q 'libunwind.so.8 ' || export LD_LIBRARY_PATH=$PWD/.devlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+. scripts/h200/env.sh
 # A fixed place, so the paths in the samples do not change from one regeneration to the next.
 work=/tmp/memshim-samples
 rm -rf "$work" && mkdir -p "$work"

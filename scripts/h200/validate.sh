@@ -13,6 +13,8 @@ mkdir -p "$OUT"
 root=$(pwd)
 M="$root/target/release/memshim"
 export MEMSHIM_LIB="$root/target/release/libmemshim.so"
+# libunwind from .devlib when the system has none (see env.sh): the full-stacks step time needs it.
+ldconfig -p | grep -q 'libunwind.so.8 ' || export LD_LIBRARY_PATH=$root/.devlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 work=/tmp/memshim-h200-work
 rm -rf "$work" && mkdir -p "$work/json"
 py=${PYTHON:-python3}
