@@ -184,6 +184,9 @@ mount -t tmpfs tmpfs /tmp
 # Kernel messages stay off the console from here on; the reports travel on the second serial port
 # (ttyS1), which carries nothing else.
 echo 1 >/proc/sys/kernel/printk
+# Automatic NUMA balancing would unmap and migrate the example's pages while it checks them (the
+# first-touched buffer it reads from the other node moves under it): the placement is the test.
+echo 0 >/proc/sys/kernel/numa_balancing 2>/dev/null || true
 exec 3>/dev/ttyS1
 for n in /sys/devices/system/node/node*; do echo "$mark node \${n##*node} cpus \$(cat \$n/cpulist)" >&3; done
 cd /tmp
