@@ -61,6 +61,8 @@ pub struct Replayed {
     pub device: Device,
     /// The copies.
     pub transfers: Transfers,
+    /// Unified-memory activity from CUPTI.
+    pub unified: crate::analysis::unified::Unified,
     /// The machine's NUMA nodes.
     pub topology: Vec<NumaNode>,
     /// Heap fragmentation from the C library's statistics.
@@ -136,6 +138,8 @@ pub fn kind_name(r: &Record) -> &'static str {
         Record::Copy(_) => "copy",
         Record::TimedCopy(_) => "timed_copy",
         Record::CopyTime(_) => "copy_time",
+        Record::Cupti(_) => "cupti",
+        Record::UnifiedMemory(_) => "unified_memory",
         Record::Sampling(_) => "sampling",
         Record::Topology(_) => "topology",
         Record::HeapStats(_) => "heap_stats",
@@ -239,6 +243,7 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
         python: None,
         rank: None,
         gpus: Default::default(),
+        unified: Default::default(),
         py_codes: HashMap::default(),
         py_groups: HashMap::default(),
         py_strings: HashMap::default(),
@@ -425,6 +430,7 @@ fn apply(r: &mut Replayed, ev: Event) {
             r.end = Some(e);
         }
         Record::DeviceAlloc(a) => {
+            r.unified.alloc(&a);
             r.device.alloc(ev.t, ev.tid, &a);
         }
         Record::DeviceFree(f) => r.device.free(ev.t, ev.tid, &f),
@@ -436,6 +442,8 @@ fn apply(r: &mut Replayed, ev: Event) {
             .transfers
             .timed_copy(ev.t, ev.tid, &c.copy, c.timer, &r.device, &r.heap),
         Record::CopyTime(ct) => r.transfers.copy_time(&ct),
+        Record::Cupti(state) => r.unified.state = Some(state),
+        Record::UnifiedMemory(c) => r.unified.add(&c),
         Record::Sampling(bytes) => r.heap.sample_bytes = bytes,
         Record::Topology(nodes) => r.topology = nodes,
         Record::HeapStats(h) => r.fragmentation.sample(ev.t, &h, || r.heap.live_blocks()),

@@ -46,6 +46,10 @@ pub struct Config {
     pub placement_bytes: u64,
     /// Asynchronous copies of at least this many bytes are timed on the GPU with events; 0 never.
     pub copy_event_bytes: u64,
+    /// Collect CUPTI's unified-memory counters once the process uses CUDA.
+    pub cupti: bool,
+    /// Where libcupti is, when the loader's path and the toolkit's usual places do not have it.
+    pub cupti_lib: Option<String>,
     /// No message at exit.
     pub quiet: bool,
     /// Record nothing.
@@ -78,6 +82,8 @@ impl Config {
         let python = flag("MEMSHIM_PYTHON", true);
         let symbolize = flag("MEMSHIM_SYMBOLIZE", true);
         let quiet = flag("MEMSHIM_QUIET", false);
+        // Off by default: CUPTI is heavy to load, and only one tool may hold it.
+        let cupti = flag("MEMSHIM_CUPTI", false);
         let disabled = flag("MEMSHIM_DISABLE", false);
         let stack_depth = match get("MEMSHIM_STACK_DEPTH") {
             None => 64,
@@ -150,6 +156,8 @@ impl Config {
             sample_bytes,
             placement_bytes,
             copy_event_bytes,
+            cupti,
+            cupti_lib: get("MEMSHIM_CUPTI_LIB").filter(|v| !v.is_empty()),
             stack_depth,
             heap,
             mmap,

@@ -28,6 +28,8 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
             crate::threadcpus::ThreadCpus::new().map(|t| (t, Pace::new(1, THREADS_SLOW)));
         let mut gpus = GpuSampling::default();
         let mut poller = false;
+        // CUPTI hands back its activity buffers when asked: once a second.
+        let mut cupti_flush = Pace::new(10, Duration::from_secs(1));
         loop {
             std::thread::sleep(PERIOD);
             if sys::getpid() != pid {
@@ -40,6 +42,12 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
                         "cannot start the copy-timing thread ({e}): async copies are not timed on the GPU"
                     ));
                 }
+                if let Some(c) = crate::session::config().filter(|c| c.cupti) {
+                    crate::cuda::cupti::start(c.cupti_lib.as_deref());
+                }
+            }
+            if cupti_flush.due() {
+                crate::cuda::cupti::flush(false);
             }
             if let Some(record) = gpus.tick(pid) {
                 if tx.send(Msg::Record(record)).is_err() {

@@ -252,6 +252,8 @@ pub fn finish(reason: EndReason) -> bool {
     }
     // The loader's lock is free here (glibc releases it before running destructors).
     send(Msg::Modules(modules::scan(&exe_path())));
+    // CUPTI's partly filled buffers, while the channel still takes them (a no-op without CUPTI).
+    crate::cuda::cupti::flush(true);
     if !FORKED.load(Ordering::Relaxed) {
         send(Msg::Record(memshim_trace::Record::Counters(
             crate::counters::read(),

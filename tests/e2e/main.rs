@@ -7,6 +7,7 @@
 
 mod cuda;
 mod cuda_timing;
+mod cupti;
 mod formats;
 mod heap;
 mod memory_system;

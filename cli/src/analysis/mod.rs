@@ -12,6 +12,7 @@ pub mod numa;
 pub mod python_sites;
 pub mod timeline;
 pub mod transfers;
+pub mod unified;
 
 /// What one call site did, by stack id.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -320,6 +320,24 @@ impl Text {
         for g in &d.gpus {
             writeln!(out, "  {}", super::gpu_line(g))?;
         }
+        let um = &d.unified_memory;
+        match um.cupti {
+            "on" => writeln!(
+                out,
+                "  unified memory (CUPTI): {} to the GPU, {} back, {} GPU page-fault groups, {} CPU page faults, {} thrashing",
+                human_bytes(um.htod_bytes),
+                human_bytes(um.dtoh_bytes),
+                um.gpu_page_faults,
+                um.cpu_page_faults,
+                um.thrashing
+            )?,
+            "unavailable" => writeln!(
+                out,
+                "  unified memory: CUPTI unavailable ({})",
+                um.detail.as_deref().unwrap_or("unknown")
+            )?,
+            _ => {}
+        }
         // Only worth a line when someone besides the program allocated GPU memory.
         if d.owners.iter().any(|o| o.owner != "program") {
             let parts: Vec<String> = d

@@ -118,13 +118,14 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer, leaked_device: &LeakClass) ->
             prefetch_bytes: d.prefetches.1,
             advise_calls: d.advises.0,
         },
+        unified_memory: super::unified::section(t, sym),
         findings: Vec::new(),
     };
     out.findings = findings(&out, leaked_device);
     out.findings.extend(churn(&out));
     out.findings
         .extend(super::gpus::findings(&out.gpus, out.peak_bytes));
-    out.findings.extend(managed_coverage(&out));
+    out.findings.extend(super::unified::finding(&out));
     out
 }
 
@@ -162,24 +163,6 @@ fn owners(t: &Replayed, sym: &mut Symbolizer) -> Vec<OwnerRow> {
             .then(a.owner.cmp(b.owner))
     });
     rows
-}
-
-/// What memshim can and cannot say about managed memory: it sees the allocations and the hints, not
-/// the page faults and migrations (those need CUPTI's unified-memory counters, not built yet).
-fn managed_coverage(s: &DeviceSection) -> Option<Finding> {
-    let managed = s.kinds.iter().find(|k| k.kind == "managed")?;
-    let hinted = s.managed_hints.prefetch_bytes;
-    Some(Finding {
-        kind: "managed_memory",
-        text: format!(
-            "{} of managed memory in {} allocations; prefetches covered {} ({} prefetch and {} advise calls). Page faults and bytes migrated between host and device are not measured (they need CUPTI's unified-memory counters): unprefetched managed memory that the GPU touches first migrates page by page, on demand",
-            human_bytes(managed.allocated_bytes),
-            managed.allocations,
-            human_bytes(hinted),
-            s.managed_hints.prefetch_calls,
-            s.managed_hints.advise_calls
-        ),
-    })
 }
 
 /// Many device allocations of many sizes, freed and allocated again: what makes a caching

@@ -16,3 +16,4 @@ pub mod ranks;
 pub mod redact;
 pub mod system;
 pub mod transfers;
+pub mod unified;

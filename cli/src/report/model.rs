@@ -427,10 +427,61 @@ pub struct DeviceSection {
     /// How many different sizes were allocated.
     pub distinct_sizes: u64,
     pub managed_hints: ManagedHints,
+    /// Unified-memory activity from CUPTI's counters (`MEMSHIM_CUPTI=1`).
+    pub unified_memory: UnifiedMemoryOut,
     /// The machine's GPUs as NVML saw them while the process ran (empty without NVML).
     pub gpus: Vec<GpuOut>,
     /// Conclusions in plain words, each with its evidence.
     pub findings: Vec<Finding>,
+}
+
+/// What CUPTI counted of managed memory.
+#[derive(Serialize, Debug)]
+pub struct UnifiedMemoryOut {
+    /// "off" (not asked for), "unavailable" (asked for, could not start: see `detail`) or "on".
+    pub cupti: &'static str,
+    /// The CUPTI library used, or why it could not be used; null when off.
+    pub detail: Option<String>,
+    pub htod_bytes: u64,
+    pub dtoh_bytes: u64,
+    pub dtod_bytes: u64,
+    pub cpu_page_faults: u64,
+    /// GPU page faults, in the groups the GPU's fault buffer reports.
+    pub gpu_page_faults: u64,
+    pub thrashing: u64,
+    pub throttling: u64,
+    pub remote_maps: u64,
+    /// Managed allocation sites by bytes migrated, largest first.
+    pub sites: Vec<UnifiedSite>,
+}
+
+impl Default for UnifiedMemoryOut {
+    fn default() -> Self {
+        UnifiedMemoryOut {
+            cupti: "off",
+            detail: None,
+            htod_bytes: 0,
+            dtoh_bytes: 0,
+            dtod_bytes: 0,
+            cpu_page_faults: 0,
+            gpu_page_faults: 0,
+            thrashing: 0,
+            throttling: 0,
+            remote_maps: 0,
+            sites: Vec::new(),
+        }
+    }
+}
+
+/// Unified-memory activity on the managed memory of one allocation site.
+#[derive(Serialize, Debug)]
+pub struct UnifiedSite {
+    pub htod_bytes: u64,
+    pub dtoh_bytes: u64,
+    pub cpu_page_faults: u64,
+    pub gpu_page_faults: u64,
+    pub thrashing: u64,
+    pub frames: Vec<FrameOut>,
 }
 
 /// GPU memory one owner allocated.

@@ -1,7 +1,7 @@
 //! Whose memory is it: the program's, NCCL's, or the CUDA driver's own. The driver allocates host
 //! memory and maps large address ranges for itself during `cuInit`, module loading and launches; those
 //! stay until exit by design and are not the program's leaks. A site is the driver's when a frame of
-//! its stack is in the driver's libraries (`libcuda.so*`, `libnvidia-*`); else NCCL's when a frame is
+//! its stack is in the driver's libraries (`libcuda.so*`, `libnvidia-*`, `libcupti*`); else NCCL's when a frame is
 //! in `libnccl*` or is an `nccl*` function (NCCL linked statically): its buffers and communicators,
 //! which a distributed job keeps for its whole life.
 use super::model::FrameOut;
@@ -61,8 +61,10 @@ fn is_api_name(func: &str, prefix: &str) -> bool {
         .is_some_and(|c| c.is_ascii_uppercase())
 }
 
+/// The driver's libraries, and CUPTI's (loaded by memshim itself with `MEMSHIM_CUPTI=1`, whose
+/// worker threads allocate for their own bookkeeping).
 fn is_driver_module(base: &str) -> bool {
-    base.starts_with("libcuda.so") || base.starts_with("libnvidia-")
+    base.starts_with("libcuda.so") || base.starts_with("libnvidia-") || base.starts_with("libcupti")
 }
 
 fn module_base(f: &FrameOut) -> Option<&str> {

@@ -40,6 +40,7 @@ macro_rules! wrapper {
 
 pub mod api;
 pub mod copy;
+pub mod cupti;
 pub mod dlsym;
 pub mod driver;
 pub mod events;
