@@ -442,7 +442,10 @@ fn apply(r: &mut Replayed, ev: Event) {
             .transfers
             .timed_copy(ev.t, ev.tid, &c.copy, c.timer, &r.device, &r.heap),
         Record::CopyTime(ct) => r.transfers.copy_time(&ct),
-        Record::Cupti(state) => r.unified.state = Some(state),
+        Record::Cupti(state) => {
+            r.unified.state = Some(state);
+            r.unified.since = ev.t;
+        }
         Record::UnifiedMemory(c) => r.unified.add(&c),
         Record::Sampling(bytes) => r.heap.sample_bytes = bytes,
         Record::Topology(nodes) => r.topology = nodes,

@@ -40,6 +40,9 @@ fn cupti_counts_migrations_and_faults_per_managed_site() {
     assert_eq!(n("cpu_page_faults"), 5);
     assert_eq!(n("thrashing"), 2);
     assert_eq!(n("dtod_bytes"), 0);
+    // Started by the sampler within about 100 ms of the first CUDA call.
+    let since = um["since_s"].as_f64().expect("since_s");
+    assert!(since > 0.0 && since < 5.0, "{since}");
     let sites = um["sites"].as_array().expect("sites");
     assert_eq!(sites.len(), 2, "{}", dump(um));
     let site = |i: usize| {
@@ -77,7 +80,8 @@ fn cupti_counts_migrations_and_faults_per_managed_site() {
     );
     let text = finding(&report, "managed_migrations");
     assert!(
-        text.starts_with("managed memory migrated 6.0 MiB to the GPU and 1.0 MiB back on demand, in 24 GPU page-fault groups and 5 CPU page faults (CUPTI) (most at alloc_features)"),
+        text.starts_with("managed memory migrated 6.0 MiB to the GPU and 1.0 MiB back, in 24 GPU page-fault groups and 5 CPU page faults (CUPTI, counting from ")
+            && text.contains(" s) (most at alloc_features)"),
         "{text}"
     );
     assert!(text.contains("2 thrashing events"), "{text}");

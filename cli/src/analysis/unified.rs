@@ -26,6 +26,8 @@ pub type UmTotals = [u64; 9];
 pub struct Unified {
     /// The shim's word on CUPTI; `None` when it was not asked for.
     pub state: Option<CuptiState>,
+    /// When the counters were enabled (clock ns): activity before is not counted.
+    pub since: u64,
     pub totals: UmTotals,
     /// By the stack of the managed allocation the activity hit.
     pub by_stack: HashMap<u32, UmTotals>,

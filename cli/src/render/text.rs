@@ -324,7 +324,8 @@ impl Text {
         match um.cupti {
             "on" => writeln!(
                 out,
-                "  unified memory (CUPTI): {} to the GPU, {} back, {} GPU page-fault groups, {} CPU page faults, {} thrashing",
+                "  unified memory (CUPTI, from {:.3} s): {} to the GPU, {} back, {} GPU page-fault groups, {} CPU page faults, {} thrashing",
+                um.since_s.unwrap_or(0.0),
                 human_bytes(um.htod_bytes),
                 human_bytes(um.dtoh_bytes),
                 um.gpu_page_faults,

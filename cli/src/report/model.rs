@@ -442,6 +442,9 @@ pub struct UnifiedMemoryOut {
     pub cupti: &'static str,
     /// The CUPTI library used, or why it could not be used; null when off.
     pub detail: Option<String>,
+    /// When the counters started, in seconds from the trace's start (CUPTI is loaded once the
+    /// program first uses CUDA: what migrated before is not counted); null unless on.
+    pub since_s: Option<f64>,
     pub htod_bytes: u64,
     pub dtoh_bytes: u64,
     pub dtod_bytes: u64,
@@ -460,6 +463,7 @@ impl Default for UnifiedMemoryOut {
         UnifiedMemoryOut {
             cupti: "off",
             detail: None,
+            since_s: None,
             htod_bytes: 0,
             dtoh_bytes: 0,
             dtod_bytes: 0,

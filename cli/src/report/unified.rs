@@ -20,6 +20,9 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> UnifiedMemoryOut {
     UnifiedMemoryOut {
         cupti: if state.enabled { "on" } else { "unavailable" },
         detail: Some(state.detail.clone()),
+        since_s: state
+            .enabled
+            .then(|| u.since.saturating_sub(t.header.clock_start_ns) as f64 / 1e9),
         htod_bytes: u.totals[HTOD],
         dtoh_bytes: u.totals[DTOH],
         dtod_bytes: u.totals[DTOD],
@@ -83,11 +86,12 @@ pub fn finding(s: &DeviceSection) -> Option<Finding> {
         return Some(Finding {
             kind: "managed_migrations",
             text: format!(
-                "managed memory migrated {} to the GPU and {} back on demand, in {} GPU page-fault groups and {} CPU page faults (CUPTI){top}; {hints}. Each fault stalls the kernel or thread that touched the page: prefetch with cudaMemPrefetchAsync before the kernels that use it{thrash}",
+                "managed memory migrated {} to the GPU and {} back, in {} GPU page-fault groups and {} CPU page faults (CUPTI, counting from {:.3} s){top}; {hints}. Each fault stalls the kernel or thread that touched the page: prefetch with cudaMemPrefetchAsync before the kernels that use it{thrash}",
                 human_bytes(um.htod_bytes),
                 human_bytes(um.dtoh_bytes),
                 um.gpu_page_faults,
-                um.cpu_page_faults
+                um.cpu_page_faults,
+                um.since_s.unwrap_or(0.0)
             ),
         });
     }
