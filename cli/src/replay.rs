@@ -155,6 +155,7 @@ pub fn kind_name(r: &Record) -> &'static str {
         Record::GpuSamples(_) => "gpu_samples",
         Record::CounterSample(_) => "counter_sample",
         Record::ThreadCpus(_) => "thread_cpus",
+        Record::FreeBack(_) => "free_back",
     }
 }
 
@@ -483,6 +484,8 @@ fn apply(r: &mut Replayed, ev: Event) {
         }
         Record::CounterSample(c) => r.counter_series.sample(ev.t, &c),
         Record::ThreadCpus(c) => r.threads.sample(ev.t, &c),
+        // The reader turns these into frees before anyone sees them.
+        Record::FreeBack(_) => {}
         Record::NumaCall(c) => {
             if r.numa_calls.len() < MAX_NUMA_CALLS {
                 r.numa_calls.push((ev.t, ev.tid, c));

@@ -62,6 +62,12 @@ impl Deltas {
         (dt, dtid, record)
     }
 
+    /// Makes `addr` the reference for the next address difference: the address of a free stored by
+    /// distance (see `serials`), which the next allocation often reuses.
+    pub fn set_addr(&mut self, addr: u64) {
+        self.addr = addr;
+    }
+
     /// The event a stored (dt in µs, dtid, record) stands for.
     pub fn decode(&mut self, dt: i64, dtid: i64, mut record: Record) -> Event {
         self.t = self.t.wrapping_add(dt as u64);

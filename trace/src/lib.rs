@@ -21,6 +21,7 @@ mod frame;
 mod header;
 mod reader;
 mod record;
+mod serials;
 mod writer;
 
 pub use error::Error;
@@ -34,6 +35,7 @@ pub use record::{
     Segment, StackDef, SymFrame, Symbol, ThreadCpu, TimedCopy, Transfer, UmCounter, Unmap,
     PYTHON_FRAME, UNSAMPLED,
 };
+pub use serials::FreeBack;
 pub use writer::TraceWriter;
 
 /// The file extension of memshim traces, without the dot.

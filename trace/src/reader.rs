@@ -29,6 +29,8 @@ pub struct TraceReader<R: Read> {
     at_eof: bool,
     frames: u64,
     names_only: bool,
+    /// Live allocations by serial, to turn frees stored by distance back into frees (across frames).
+    frees: crate::serials::FreeResolver,
 }
 
 impl<R: Read> TraceReader<R> {
@@ -81,6 +83,7 @@ impl<R: Read> TraceReader<R> {
             saw_end: false,
             torn_bytes: 0,
             at_eof: false,
+            frees: Default::default(),
             frames: 0,
             names_only: false,
         })
@@ -198,7 +201,12 @@ impl<R: Read> TraceReader<R> {
             } else {
                 let WireOwned(dt, dtid, record) =
                     options.deserialize_from(&mut cursor).map_err(bad)?;
-                deltas.decode(dt, dtid, record)
+                let ev = deltas.decode(dt, dtid, record);
+                let (record, freed) = self.frees.decode(ev.record).map_err(corrupt)?;
+                if let Some(addr) = freed {
+                    deltas.set_addr(addr);
+                }
+                Event { record, ..ev }
             };
             self.pending.push_back(ev);
         }

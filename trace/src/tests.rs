@@ -420,3 +420,88 @@ fn a_names_only_reader_skips_event_frames_and_keeps_every_name_and_the_end() {
         );
     }
 }
+
+/// A ring of buffers, as the performance workload frees them, plus the cases that stay plain frees.
+fn ring_events(n: u64, keep: u64) -> Vec<Event> {
+    let mut v = Vec::new();
+    let addr = |i: u64| 0x5555_0000_0000 + (i * 7919 % 100_003) * 64;
+    // Freed before any allocation of the trace: stays a plain Free.
+    v.push(Event {
+        t: 1_000,
+        tid: 7,
+        record: Record::Free(Free {
+            addr: 0x7777_0000,
+            realloc: false,
+        }),
+    });
+    for i in 0..n {
+        if i >= keep {
+            v.push(Event {
+                t: (2 + i) * 1_000,
+                tid: 7,
+                record: Record::Free(Free {
+                    addr: addr(i - keep),
+                    realloc: i % 5 == 0,
+                }),
+            });
+        }
+        v.push(Event {
+            t: (2 + i) * 1_000,
+            tid: 7,
+            record: Record::Alloc(Alloc {
+                func: AllocFn::Malloc,
+                addr: addr(i),
+                size: 16 + i % 4000,
+                stack: 1,
+            }),
+        });
+    }
+    v
+}
+
+#[test]
+fn frees_by_distance_round_trip_across_frames_and_compress() {
+    let events = ring_events(20_000, 1000);
+    for frame_every in [1, 7, 5000] {
+        let bytes = write_events(&events, Some(3), frame_every);
+        let (back, truncated) = read_all(&bytes).unwrap();
+        assert!(truncated, "no End record in this stream");
+        assert_eq!(back, events, "frame_every {frame_every}");
+    }
+    // The ring's frees are all one distance back, so once compressed they cost under a byte each
+    // (their addresses, scattered over 6 MiB, would take two to three).
+    let allocs_only: Vec<Event> = events
+        .iter()
+        .filter(|e| matches!(e.record, Record::Alloc(_)))
+        .cloned()
+        .collect();
+    let with_frees = write_events(&events, Some(3), 5000).len();
+    let without = write_events(&allocs_only, Some(3), 5000).len();
+    assert!(
+        with_frees - without < 19_000,
+        "19000 frees added {} bytes to {without}",
+        with_frees - without
+    );
+}
+
+#[test]
+fn a_free_by_distance_to_no_live_allocation_is_a_corrupt_frame() {
+    // Hand-built: the writer never stores such a free, so it can only come from damage.
+    let mut w = TraceWriter::new(Vec::new(), &header(), None).unwrap();
+    w.push(&Event {
+        t: 1_000,
+        tid: 1,
+        record: Record::FreeBack(FreeBack {
+            back: 3,
+            realloc: false,
+        }),
+    })
+    .unwrap();
+    let bytes = w.finish().unwrap();
+    let err = read_all(&bytes).expect_err("an error");
+    assert!(matches!(err, Error::CorruptFrame { .. }), "{err}");
+    assert!(
+        err.to_string().contains("a free refers to allocation"),
+        "{err}"
+    );
+}

@@ -7,6 +7,7 @@ use crate::delta::Deltas;
 use crate::frame::{codec, FrameHeader, WireRef, FLAG_NAMES, FLAG_ZSTD, MAX_FRAME_LEN};
 use crate::header::{Header, FORMAT_VERSION, MAGIC};
 use crate::record::Event;
+use crate::serials::FreeIndex;
 
 /// Encodes events into frames and writes each frame whole with a single `write_all`.
 ///
@@ -21,6 +22,8 @@ pub struct TraceWriter<W: Write> {
     name_deltas: Deltas,
     frame: Vec<u8>,
     compressor: Option<zstd::bulk::Compressor<'static>>,
+    /// Live allocations' serials, for frees stored by distance (across frames).
+    frees: FreeIndex,
 }
 
 impl<W: Write> TraceWriter<W> {
@@ -55,6 +58,7 @@ impl<W: Write> TraceWriter<W> {
             name_deltas: Deltas::default(),
             frame: Vec::new(),
             compressor,
+            frees: FreeIndex::default(),
         })
     }
 
@@ -65,7 +69,19 @@ impl<W: Write> TraceWriter<W> {
         } else {
             (&mut self.raw, &mut self.deltas)
         };
-        let (dt, dtid, record) = deltas.encode(event);
+        let (dt, dtid, record) = match self.frees.encode(&event.record) {
+            Some((by_distance, addr)) => {
+                let stored = Event {
+                    t: event.t,
+                    tid: event.tid,
+                    record: by_distance,
+                };
+                let coded = deltas.encode(&stored);
+                deltas.set_addr(addr);
+                coded
+            }
+            None => deltas.encode(event),
+        };
         codec(u64::MAX)
             .serialize_into(&mut *buf, &WireRef(dt, dtid, &record))
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;

@@ -112,6 +112,9 @@ pub enum Record {
     /// The CPU each thread of the process last ran on, at one moment: sampled only on a machine with
     /// more than one NUMA node, to find threads that move between nodes. Since version 5.
     ThreadCpus(Vec<ThreadCpu>),
+    /// A free stored by its allocation's distance (see `serials`); readers hand out the `Free` it
+    /// stands for, never this. Since version 5.
+    FreeBack(crate::serials::FreeBack),
 }
 
 impl Record {
