@@ -5,12 +5,14 @@
 //! where the freed address itself is as random as the heap. The reader turns each `FreeBack` back
 //! into the `Free` it stands for, so no consumer ever sees one.
 //!
-//! Both sides keep the same map of live allocations, across frames: the writer (inside the traced
-//! process) by address, the reader by address and by serial, mirroring every change the writer
-//! makes. The writer's map is capped at [`MAX_LIVE`] blocks (about 64 MiB at worst): allocations
-//! beyond it are not indexed and their frees stay plain `Free`s, as does a free of a block allocated
-//! before tracing began. The reader applies the same rule to the same map, so both agree on every
-//! serial.
+//! The writer (inside the traced process) keeps the serials of live allocations by address, capped
+//! at [`MAX_LIVE`] blocks (about 64 MiB at worst); the reader keeps only the addresses of the last
+//! [`WINDOW`] allocations, in a ring (8 MiB). A free is stored by distance only when its block is
+//! indexed and within the window; otherwise (a block allocated before tracing began, one beyond the
+//! cap, one allocated long ago) it stays a plain `Free`, which needs nothing from the ring. Entries the
+//! writer no longer refers to (a block freed by a plain free, an address allocated again without a
+//! free seen) just age out of the ring.
+
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 
@@ -27,6 +29,9 @@ pub struct FreeBack {
 
 /// The most live allocations indexed: the writer's map lives in the traced process.
 pub const MAX_LIVE: usize = 2 << 20;
+
+/// How far back a free can refer by distance: the reader's ring of recent allocations.
+pub const WINDOW: u64 = 1 << 20;
 
 /// The writer's side: serials of the live allocations, by address.
 #[derive(Default, Debug)]
@@ -55,6 +60,9 @@ impl FreeIndex {
             }
             Record::Free(f) => {
                 let serial = self.by_addr.remove(&f.addr)?;
+                if self.next - serial > WINDOW {
+                    return None;
+                }
                 Some((
                     Record::FreeBack(FreeBack {
                         back: self.next - serial,
@@ -68,12 +76,11 @@ impl FreeIndex {
     }
 }
 
-/// The reader's side: the writer's map, and the same allocations by serial.
+/// The reader's side: the addresses of the last `WINDOW` allocations, by serial.
 #[derive(Default, Debug)]
 pub struct FreeResolver {
     next: u64,
-    by_addr: HashMap<u64, u64>,
-    by_serial: HashMap<u64, u64>,
+    ring: Vec<u64>,
 }
 
 impl FreeResolver {
@@ -82,26 +89,31 @@ impl FreeResolver {
     pub fn decode(&mut self, record: Record) -> Result<(Record, Option<u64>), String> {
         match record {
             Record::Alloc(ref a) => {
-                if indexed(&self.by_addr, a.addr) {
-                    if let Some(old) = self.by_addr.insert(a.addr, self.next) {
-                        self.by_serial.remove(&old);
-                    }
-                    self.by_serial.insert(self.next, a.addr);
+                let slot = (self.next % WINDOW) as usize;
+                // The ring grows to its full size only in traces that allocate that much.
+                if slot == self.ring.len() {
+                    self.ring.push(a.addr);
+                } else {
+                    self.ring[slot] = a.addr;
                 }
                 self.next += 1;
                 Ok((record, None))
             }
             Record::FreeBack(f) => {
-                let serial = self.next.checked_sub(f.back).ok_or_else(|| {
+                let gone = || {
                     format!(
                         "a free refers to allocation {} back of {}",
                         f.back, self.next
                     )
-                })?;
-                let addr = self.by_serial.remove(&serial).ok_or_else(|| {
-                    format!("a free refers to allocation #{serial}, which is not live")
-                })?;
-                self.by_addr.remove(&addr);
+                };
+                if f.back == 0 || f.back > WINDOW || f.back > self.next {
+                    return Err(gone());
+                }
+                let slot = ((self.next - f.back) % WINDOW) as usize;
+                let addr = std::mem::take(&mut self.ring[slot]);
+                if addr == 0 {
+                    return Err(format!("{}, which was already freed", gone()));
+                }
                 Ok((
                     Record::Free(Free {
                         addr,
@@ -110,7 +122,6 @@ impl FreeResolver {
                     Some(addr),
                 ))
             }
-            // A plain free is of a block the writer had not indexed: not in this map either.
             other => Ok((other, None)),
         }
     }
@@ -165,11 +176,33 @@ mod tests {
     }
 
     #[test]
+    fn a_block_older_than_the_window_is_freed_by_address() {
+        let mut records: Vec<Record> = (1..=WINDOW + 1).map(|i| alloc(i * 16)).collect();
+        records.push(free(16));
+        records.push(free(32));
+        let mut w = FreeIndex::default();
+        let stored: Vec<Record> = records
+            .iter()
+            .map(|rec| w.encode(rec).map_or_else(|| rec.clone(), |(s, _)| s))
+            .collect();
+        let n = stored.len();
+        assert!(
+            matches!(stored[n - 2], Record::Free(_)),
+            "WINDOW + 1 back: by address"
+        );
+        assert!(matches!(stored[n - 1], Record::FreeBack(FreeBack { back, .. }) if back == WINDOW));
+        let mut r = FreeResolver::default();
+        let back: Vec<Record> = stored.into_iter().map(|s| r.decode(s).unwrap().0).collect();
+        assert_eq!(back, records);
+    }
+
+    #[test]
     fn beyond_the_cap_frees_stay_plain_on_both_sides() {
-        let mut records: Vec<Record> = (0..MAX_LIVE as u64 + 2).map(|i| alloc(i * 16)).collect();
-        records.push(free(0));
-        records.push(free(MAX_LIVE as u64 * 16));
-        records.push(alloc(0x9999_0000));
+        let cap = MAX_LIVE as u64;
+        let mut records: Vec<Record> = (1..=cap + 2).map(|i| alloc(i * 16)).collect();
+        records.push(free((cap + 1) * 16)); // allocated with the map full: not indexed
+        records.push(free(cap * 16)); // the last one indexed, 3 allocations back
+        records.push(alloc(0x9999_0000)); // room again
         records.push(free(0x9999_0000));
         let mut w = FreeIndex::default();
         let stored: Vec<Record> = records
@@ -178,17 +211,17 @@ mod tests {
             .collect();
         let n = stored.len();
         assert!(
-            matches!(stored[n - 4], Record::FreeBack(_)),
-            "indexed: by distance"
-        );
-        assert!(
-            matches!(stored[n - 3], Record::Free(_)),
+            matches!(stored[n - 4], Record::Free(_)),
             "not indexed: plain"
         );
-        assert!(
-            matches!(stored[n - 1], Record::FreeBack(_)),
-            "room again after a free"
-        );
+        assert!(matches!(
+            stored[n - 3],
+            Record::FreeBack(FreeBack { back: 3, .. })
+        ));
+        assert!(matches!(
+            stored[n - 1],
+            Record::FreeBack(FreeBack { back: 1, .. })
+        ));
         let mut r = FreeResolver::default();
         let back: Vec<Record> = stored.into_iter().map(|s| r.decode(s).unwrap().0).collect();
         assert_eq!(back, records);

@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap as HashMap;
 
 /// Freed blocks followed at most.
-pub const MAX_FREED: usize = 1 << 22;
+pub const MAX_FREED: usize = 1 << 18;
 /// Blocks this large are mapped on their own by glibc (its default threshold), not carved from an arena.
 const MMAP_THRESHOLD: u64 = 128 << 10;
 /// How far above a hole a live block still holds it: glibc's HEAP_MAX_SIZE on 64-bit.
