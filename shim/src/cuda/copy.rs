@@ -4,8 +4,8 @@
 //! synchronously. Asynchronous copies of `MEMSHIM_COPY_EVENT_BYTES` or more are also timed on the GPU,
 //! with events recorded around them on their stream (see `events`), which gives their bandwidth.
 //! Whether the host side is pageable, pinned, registered or managed is decided by the CLI from the
-//! recorded allocations. (2D memsets, `cuMemcpyAtoH`-style array copies and `cuMemcpyBatchAsync` are
-//! not recorded yet.)
+//! recorded allocations. (`cuMemcpyAtoH`-style array copies and `cuMemcpyBatchAsync` are not
+//! recorded yet.)
 //!
 //! # Safety
 //! As for `api`: each `REAL` slot holds the driver function of the same export, called with its own
@@ -102,6 +102,20 @@ copy_wrapper!(cuMemsetD16Async, C::MemsetAsync, (dst: DevPtr, v: u16, n: usize, 
 copy_wrapper!(cuMemsetD16Async_ptsz, C::MemsetAsync, (dst: DevPtr, v: u16, n: usize, s: Ptr), dst = dst, src = 0, size = n * 2, stream = s);
 copy_wrapper!(cuMemsetD32Async, C::MemsetAsync, (dst: DevPtr, v: u32, n: usize, s: Ptr), dst = dst, src = 0, size = n * 4, stream = s);
 copy_wrapper!(cuMemsetD32Async_ptsz, C::MemsetAsync, (dst: DevPtr, v: u32, n: usize, s: Ptr), dst = dst, src = 0, size = n * 4, stream = s);
+
+// 2D memsets: `height` rows of `width` elements at `pitch` bytes apart; the bytes set are the rows'.
+copy_wrapper!(cuMemsetD2D8_v2, C::Memset, (dst: DevPtr, pitch: usize, v: u8, w: usize, h: usize), dst = dst, src = 0, size = w * h, stream = 0);
+copy_wrapper!(cuMemsetD2D8_v2_ptds, C::Memset, (dst: DevPtr, pitch: usize, v: u8, w: usize, h: usize), dst = dst, src = 0, size = w * h, stream = 0);
+copy_wrapper!(cuMemsetD2D16_v2, C::Memset, (dst: DevPtr, pitch: usize, v: u16, w: usize, h: usize), dst = dst, src = 0, size = w * h * 2, stream = 0);
+copy_wrapper!(cuMemsetD2D16_v2_ptds, C::Memset, (dst: DevPtr, pitch: usize, v: u16, w: usize, h: usize), dst = dst, src = 0, size = w * h * 2, stream = 0);
+copy_wrapper!(cuMemsetD2D32_v2, C::Memset, (dst: DevPtr, pitch: usize, v: u32, w: usize, h: usize), dst = dst, src = 0, size = w * h * 4, stream = 0);
+copy_wrapper!(cuMemsetD2D32_v2_ptds, C::Memset, (dst: DevPtr, pitch: usize, v: u32, w: usize, h: usize), dst = dst, src = 0, size = w * h * 4, stream = 0);
+copy_wrapper!(cuMemsetD2D8Async, C::MemsetAsync, (dst: DevPtr, pitch: usize, v: u8, w: usize, h: usize, s: Ptr), dst = dst, src = 0, size = w * h, stream = s);
+copy_wrapper!(cuMemsetD2D8Async_ptsz, C::MemsetAsync, (dst: DevPtr, pitch: usize, v: u8, w: usize, h: usize, s: Ptr), dst = dst, src = 0, size = w * h, stream = s);
+copy_wrapper!(cuMemsetD2D16Async, C::MemsetAsync, (dst: DevPtr, pitch: usize, v: u16, w: usize, h: usize, s: Ptr), dst = dst, src = 0, size = w * h * 2, stream = s);
+copy_wrapper!(cuMemsetD2D16Async_ptsz, C::MemsetAsync, (dst: DevPtr, pitch: usize, v: u16, w: usize, h: usize, s: Ptr), dst = dst, src = 0, size = w * h * 2, stream = s);
+copy_wrapper!(cuMemsetD2D32Async, C::MemsetAsync, (dst: DevPtr, pitch: usize, v: u32, w: usize, h: usize, s: Ptr), dst = dst, src = 0, size = w * h * 4, stream = s);
+copy_wrapper!(cuMemsetD2D32Async_ptsz, C::MemsetAsync, (dst: DevPtr, pitch: usize, v: u32, w: usize, h: usize, s: Ptr), dst = dst, src = 0, size = w * h * 4, stream = s);
 
 /// A 2D or 3D copy wrapper: the direction and addresses come from its descriptor (see `shape`).
 macro_rules! shaped_wrapper {

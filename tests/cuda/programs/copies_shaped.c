@@ -7,7 +7,9 @@
  *   DtoH pinned:   1 copy, 6400 B      (2D async, the same rows back into cuMemAllocHost memory)
  *   DtoD device:   1 copy, 256 B       (3D: 32 bytes x 4 rows x 2 slices, device to device)
  *   peer device:   2 copies, 5120 B    (cuMemcpyPeer 4096, cuMemcpyPeerAsync_ptsz 1024)
- *   memset device: 3 calls, 3000 B     (D8 1000 bytes, D32 250 words, D16Async_ptsz 500 halves)
+ *   memset device: 5 calls, 6776 B     (D8 1000 bytes, D32 250 words, D16Async_ptsz 500 halves,
+ *                                       2D8 24 rows of 100 bytes at pitch 128 = 2400,
+ *                                       2D32Async_ptsz 8 rows of 43 words at pitch 256 = 1376)
  * Prints "done"; exit 0.
  */
 #include "cuda_min.h"
@@ -37,6 +39,8 @@ typedef CUresult (*PFN_PeerAsync)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext
 typedef CUresult (*PFN_D8)(CUdeviceptr, unsigned char, size_t);
 typedef CUresult (*PFN_D32)(CUdeviceptr, unsigned int, size_t);
 typedef CUresult (*PFN_D16Async)(CUdeviceptr, unsigned short, size_t, CUstream);
+typedef CUresult (*PFN_D2D8)(CUdeviceptr, size_t, unsigned char, size_t, size_t);
+typedef CUresult (*PFN_D2D32Async)(CUdeviceptr, size_t, unsigned, size_t, size_t, CUstream);
 
 int main(void) {
     cuda_min_init();
@@ -48,6 +52,8 @@ int main(void) {
     PFN_D8 set8 = (PFN_D8)cuda_min_proc("cuMemsetD8", 0);
     PFN_D32 set32 = (PFN_D32)cuda_min_proc("cuMemsetD32", 0);
     PFN_D16Async set16 = (PFN_D16Async)cuda_min_proc("cuMemsetD16Async", CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+    PFN_D2D8 set2d8 = (PFN_D2D8)cuda_min_proc("cuMemsetD2D8", 0);
+    PFN_D2D32Async set2d32 = (PFN_D2D32Async)cuda_min_proc("cuMemsetD2D32Async", CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
 
     unsigned char *host = malloc(64 * 128);
     void *pinned;
@@ -85,6 +91,8 @@ int main(void) {
     CK(set8(dev, 1, 1000));
     CK(set32(dev, 2, 250));
     CK(set16(dev2, 3, 500, stream));
+    CK(set2d8(dev, 128, 4, 100, 24));
+    CK(set2d32(dev2, 256, 5, 43, 8, stream));
     CK(cu.cuStreamSynchronize(stream));
     free(host);
     printf("done\n");

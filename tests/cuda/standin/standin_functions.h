@@ -29,7 +29,8 @@
     X(cuMemcpy2DAsync_v2) X(cuMemcpy2DAsync_v2_ptsz) X(cuMemcpy3D_v2) X(cuMemcpy3D_v2_ptds)           \
     X(cuMemcpy3DAsync_v2) X(cuMemcpy3DAsync_v2_ptsz)                                                \
     X(cuEventCreate) X(cuEventDestroy_v2) X(cuEventRecord) X(cuEventRecord_ptsz) X(cuEventQuery)     \
-    X(cuEventElapsedTime) X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuStreamIsCapturing)
+    X(cuEventElapsedTime) X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuStreamIsCapturing)    \
+    X(cuMemsetD2D8_v2) X(cuMemsetD2D8_v2_ptds) X(cuMemsetD2D32Async) X(cuMemsetD2D32Async_ptsz)
 
 #define ID(n) ID_##n,
 enum { NAMES(ID) ID_COUNT };
@@ -362,6 +363,21 @@ SET(cuMemsetD32_v2, unsigned int, 4) SET(cuMemsetD32_v2_ptds, unsigned int, 4)
 SET_ASYNC(cuMemsetD8Async, unsigned char, 1) SET_ASYNC(cuMemsetD8Async_ptsz, unsigned char, 1)
 SET_ASYNC(cuMemsetD16Async, unsigned short, 2) SET_ASYNC(cuMemsetD16Async_ptsz, unsigned short, 2)
 SET_ASYNC(cuMemsetD32Async, unsigned int, 4) SET_ASYNC(cuMemsetD32Async_ptsz, unsigned int, 4)
+
+/* 2D memsets: `h` rows of `w` elements, `pitch` bytes apart. */
+static CUresult set2d(u64 d, size_t pitch, u64 v, size_t w, size_t h, size_t elem) {
+    NEED_INIT();
+    if (!d || pitch < w * elem) return EINVAL_;
+    for (size_t y = 0; y < h; y++) {
+        CUresult r = set(d + y * pitch, v, w, elem);
+        if (r) return r;
+    }
+    return OK;
+}
+static CUresult i_cuMemsetD2D8_v2(CUdeviceptr d, size_t p, unsigned char v, size_t w, size_t h) { HIT(cuMemsetD2D8_v2); return set2d(d, p, v, w, h, 1); }
+static CUresult i_cuMemsetD2D8_v2_ptds(CUdeviceptr d, size_t p, unsigned char v, size_t w, size_t h) { HIT(cuMemsetD2D8_v2_ptds); return set2d(d, p, v, w, h, 1); }
+static CUresult i_cuMemsetD2D32Async(CUdeviceptr d, size_t p, unsigned v, size_t w, size_t h, CUstream st) { HIT(cuMemsetD2D32Async); (void)st; return set2d(d, p, v, w, h, 4); }
+static CUresult i_cuMemsetD2D32Async_ptsz(CUdeviceptr d, size_t p, unsigned v, size_t w, size_t h, CUstream st) { HIT(cuMemsetD2D32Async_ptsz); (void)st; return set2d(d, p, v, w, h, 4); }
 
 /* CUDA_MEMCPY3D; a CUDA_MEMCPY2D is read into one (its fields are a prefix of the 3D ones, in order). */
 typedef struct {

@@ -64,6 +64,8 @@ static const struct { const char *name; void *fn, *pt, *newer; int from; } PROCS
     {"cuStreamBeginCapture", F(cuStreamBeginCapture_v2), 0, 0, 0},
     {"cuStreamEndCapture", F(cuStreamEndCapture), 0, 0, 0},
     {"cuStreamIsCapturing", F(cuStreamIsCapturing), 0, 0, 0},
+    {"cuMemsetD2D8", F(cuMemsetD2D8_v2), F(cuMemsetD2D8_v2_ptds), 0, 0},
+    {"cuMemsetD2D32Async", F(cuMemsetD2D32Async), F(cuMemsetD2D32Async_ptsz), 0, 0},
 };
 static CUresult i_cuGetProcAddress_v2(const char *sym, void **pfn, int version, unsigned long long flags, int *status) {
     HIT(cuGetProcAddress_v2);
