@@ -24,6 +24,13 @@ use crate::{clock, session, symbolize};
 const FLUSH_EVERY: Duration = Duration::from_millis(100);
 /// A frame is cut when this many encoded bytes are pending.
 const BATCH_BYTES: usize = 1 << 20;
+/// Messages taken from the queue between looks at the clock (at most a few milliseconds' worth).
+const DRAIN: usize = 4096;
+/// The writer's nap between polls while events flow: short enough that the channel (64K messages)
+/// never fills at millions of events a second.
+const NAP: Duration = Duration::from_micros(200);
+/// Empty polls in a row after which the writer blocks instead of polling.
+const QUIET_ROUNDS: u32 = 50;
 /// Time allowed for in-process symbolization at exit.
 const SYMBOLIZE_BUDGET: Duration = Duration::from_secs(3);
 
@@ -104,15 +111,42 @@ impl Writer {
         w
     }
 
+    /// The writer's loop. While events flow it polls: it takes what is queued without blocking, then
+    /// naps briefly, so producers never have to wake it (a futex wake on a send costs a traced
+    /// thread more than recording the event). After a quiet spell it blocks until the next message
+    /// or the next flush, so an idle process costs nothing.
     fn run(mut self) {
         let mut last_flush = Instant::now();
+        let mut quiet = 0u32;
         loop {
             let Some(rx) = self.rx.as_ref() else { return };
-            let wait = FLUSH_EVERY.saturating_sub(last_flush.elapsed());
-            let step = match rx.recv_timeout(wait) {
-                Ok(msg) => self.handle(msg),
-                Err(RecvTimeoutError::Timeout) => Ok(None),
-                Err(RecvTimeoutError::Disconnected) => return,
+            let mut step = Ok(None);
+            let mut taken = 0;
+            if quiet >= QUIET_ROUNDS {
+                let wait = FLUSH_EVERY.saturating_sub(last_flush.elapsed());
+                match rx.recv_timeout(wait) {
+                    Ok(msg) => {
+                        step = self.handle(msg);
+                        taken = 1;
+                    }
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+            }
+            // The clock is read once per batch, not per message.
+            while matches!(step, Ok(None)) && taken < DRAIN {
+                let Some(rx) = self.rx.as_ref() else { return };
+                match rx.try_recv() {
+                    Ok(msg) => step = self.handle(msg),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => return,
+                }
+                taken += 1;
+            }
+            quiet = if taken > 0 {
+                0
+            } else {
+                quiet.saturating_add(1)
             };
             let step = step.and_then(|shutdown| {
                 if self.out.pending_bytes() >= BATCH_BYTES || last_flush.elapsed() >= FLUSH_EVERY {
@@ -132,6 +166,9 @@ impl Writer {
                     self.fail(&e);
                     return;
                 }
+            }
+            if taken < DRAIN && quiet < QUIET_ROUNDS {
+                std::thread::sleep(NAP);
             }
         }
     }
