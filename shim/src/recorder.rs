@@ -66,8 +66,9 @@ fn stack_hash_with(lend_python: bool) -> u64 {
 #[inline(never)]
 fn captured_hash(lend_python: bool, room: Option<usize>) -> u64 {
     let depth = session::config().map_or(64, |c| c.stack_depth);
-    let captured = stacks::capture(depth, lend_python, room);
-    let frames = captured.frames();
+    let mut buf = [0u64; stacks::CAPTURE_LEN];
+    let len = stacks::capture(&mut buf, depth, lend_python, room);
+    let frames = &buf[..len];
     let hash = stacks::hash(frames);
     if session::first_sighting(hash) {
         session::send(Msg::Stack {

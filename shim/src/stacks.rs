@@ -36,75 +36,79 @@ pub fn new_epoch() {
 const MIN_ROOM_FAST: usize = 32 << 10;
 pub const MIN_ROOM_ANY: usize = 16 << 10;
 
-/// A captured stack: return addresses, innermost first.
-pub struct Captured {
-    frames: [u64; MAX_STACK_DEPTH + crate::python::MAX_PY_FRAMES],
-    len: usize,
-}
+/// Room a capture needs: the deepest stack kept, the shim's own frames above it, and the Python
+/// frames merged in.
+pub const CAPTURE_LEN: usize = MAX_STACK_DEPTH + SELF_FRAMES + crate::python::MAX_PY_FRAMES;
+/// The shim's own frames the unwinder may report above the caller's (dropped).
+const SELF_FRAMES: usize = 16;
 
-impl Captured {
-    /// The frames captured.
-    pub fn frames(&self) -> &[u64] {
-        &self.frames[..self.len]
-    }
-}
-
-/// Captures up to `depth` frames of the calling thread, skipping the shim's own frames at the top.
-/// `room` is the stack left below the caller (`None` when unknown), at least [`MIN_ROOM_ANY`]:
-/// with less than [`MIN_ROOM_FAST`] libgcc's unwinder is used, which needs less than libunwind, and
-/// Python frames are left out. With `lend_python`, a thread without Python frames gets the main
-/// thread's.
+/// Captures up to `depth` frames of the calling thread into `out`, innermost first, skipping the
+/// shim's own frames at the top; returns how many. `room` is the stack left below the caller (`None`
+/// when unknown), at least [`MIN_ROOM_ANY`]: with less than [`MIN_ROOM_FAST`] libgcc's unwinder is
+/// used, which needs less than libunwind, and Python frames are left out. With `lend_python`, a
+/// thread without Python frames gets the main thread's. The caller's buffer is written in place (no
+/// second buffer, no copy back): this runs for every allocation.
 #[inline(never)]
-pub fn capture(depth: usize, lend_python: bool, room: Option<usize>) -> Captured {
-    let mut out = Captured {
-        frames: [0; MAX_STACK_DEPTH + crate::python::MAX_PY_FRAMES],
-        len: 0,
-    };
+pub fn capture(
+    out: &mut [u64; CAPTURE_LEN],
+    depth: usize,
+    lend_python: bool,
+    room: Option<usize>,
+) -> usize {
     let depth = depth.min(MAX_STACK_DEPTH);
-    let lo = SELF_LO.load(Ordering::Relaxed);
-    let hi = SELF_HI.load(Ordering::Relaxed);
+    let lo = SELF_LO.load(Ordering::Relaxed) as u64;
+    let hi = SELF_HI.load(Ordering::Relaxed) as u64;
+    let ours = |ip: u64| ip >= lo && ip < hi;
     // libunwind and reading Python frames (whose buffers take about 4 KiB) need the most stack.
     let roomy = room.is_none_or(|r| r >= MIN_ROOM_FAST);
-    let mut skipping = true;
-    let mut len = 0;
-    // Keeps `ip` unless it is the shim's own frame at the top; false once the stack is done.
-    let mut take = |ip: usize| -> bool {
-        if ip == 0 || len >= depth {
-            return false;
-        }
-        if skipping && ip >= lo && ip < hi {
-            return true;
-        }
-        skipping = false;
-        out.frames[len] = ip as u64;
-        len += 1;
-        len < depth
+    let fast = if roomy {
+        crate::unwind::backtrace(&mut out[..depth + SELF_FRAMES])
+    } else {
+        None
     };
-    // The shim's own frames come first; allow for them on top of the depth asked for.
-    let mut fast = [std::ptr::null_mut(); MAX_STACK_DEPTH + 16];
-    match roomy
-        .then(|| crate::unwind::backtrace(&mut fast[..depth + 16]))
-        .flatten()
-    {
+    let len = match fast {
         Some(n) => {
-            for &ip in &fast[..n] {
-                if !take(ip as usize) {
-                    break;
-                }
-            }
+            let skip = out[..n]
+                .iter()
+                .take_while(|&&ip| ip != 0 && ours(ip))
+                .count();
+            let end = out[skip..n]
+                .iter()
+                .position(|&ip| ip == 0)
+                .map_or(n, |p| skip + p);
+            let len = (end - skip).min(depth);
+            out.copy_within(skip..skip + len, 0);
+            len
         }
-        // SAFETY: on Linux the unwinder (libgcc's _Unwind_Backtrace) is thread-safe; the
-        // "unsynchronized" in the name only matters on platforms whose unwinders are not.
-        #[allow(unsafe_code)]
-        None => unsafe {
-            backtrace::trace_unsynchronized(|frame| take(frame.ip() as usize));
-        },
-    }
-    out.len = len;
+        None => {
+            let mut skipping = true;
+            let mut len = 0;
+            // SAFETY: on Linux the unwinder (libgcc's _Unwind_Backtrace) is thread-safe; the
+            // "unsynchronized" in the name only matters on platforms whose unwinders are not.
+            #[allow(unsafe_code)]
+            unsafe {
+                backtrace::trace_unsynchronized(|frame| {
+                    let ip = frame.ip() as u64;
+                    if ip == 0 || len >= depth {
+                        return false;
+                    }
+                    if skipping && ours(ip) {
+                        return true;
+                    }
+                    skipping = false;
+                    out[len] = ip;
+                    len += 1;
+                    len < depth
+                });
+            }
+            len
+        }
+    };
     if roomy {
-        out.len = crate::python::merge(&mut out.frames, out.len, lend_python);
+        crate::python::merge(out, len, lend_python)
+    } else {
+        len
     }
-    out
 }
 
 /// A 64-bit hash of a stack, never 0 (0 marks an empty table slot).
@@ -203,8 +207,19 @@ mod tests {
     #[test]
     fn capture_skips_nothing_outside_the_shim_range_and_respects_depth() {
         set_self_range(0, 0);
-        let c = capture(3, false, None);
-        assert_eq!(c.frames().len(), 3);
-        assert!(c.frames().iter().all(|&f| f != 0));
+        let mut buf = [0u64; CAPTURE_LEN];
+        let n = capture(&mut buf, 3, false, None);
+        assert_eq!(n, 3);
+        assert!(buf[..n].iter().all(|&f| f != 0));
+    }
+
+    #[test]
+    fn the_shims_own_frames_at_the_top_are_dropped() {
+        // With every address counted as the shim's, nothing is left; with none, frames are kept.
+        let mut buf = [0u64; CAPTURE_LEN];
+        set_self_range(0, usize::MAX);
+        assert_eq!(capture(&mut buf, 64, false, None), 0);
+        set_self_range(0, 0);
+        assert!(capture(&mut buf, 64, false, None) > 0);
     }
 }

@@ -38,17 +38,20 @@ pub fn init(mode: &str) -> bool {
 }
 
 /// Fills `buf` with the calling thread's return addresses (the innermost is this function's caller's
-/// own pc), or `None` when the fast unwinder is not loaded.
+/// own pc), or `None` when the fast unwinder is not loaded. The addresses are written as `u64`s, so
+/// the caller's frame buffer takes them directly.
 #[inline]
-pub fn backtrace(buf: &mut [*mut c_void]) -> Option<usize> {
+pub fn backtrace(buf: &mut [u64]) -> Option<usize> {
     let f = UNW_BACKTRACE.load(Ordering::Acquire);
     if f == 0 {
         return None;
     }
-    // SAFETY: see the module note; `buf` holds `buf.len()` writable pointers.
+    const _: () = assert!(std::mem::size_of::<u64>() == std::mem::size_of::<*mut c_void>());
+    // SAFETY: see the module note; `buf` holds `buf.len()` writable slots the size and alignment of a
+    // pointer (checked above), and any bit pattern the unwinder writes is a valid u64.
     let n = unsafe {
         std::mem::transmute::<usize, unsafe extern "C" fn(*mut *mut c_void, c_int) -> c_int>(f)(
-            buf.as_mut_ptr(),
+            buf.as_mut_ptr().cast::<*mut c_void>(),
             buf.len() as c_int,
         )
     };
