@@ -51,6 +51,7 @@ pub fn append(path: &Path) -> Result<usize> {
             })
         })
         .collect();
+    sym.save_cache();
     if symbols.is_empty() {
         return Ok(0);
     }

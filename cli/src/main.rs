@@ -13,6 +13,7 @@ mod progress;
 mod render;
 mod replay;
 mod report;
+mod symbol_cache;
 mod symbolize;
 mod traces;
 

@@ -10,6 +10,7 @@ use memshim_trace::FrameRef;
 use object::{Object, ReadCache};
 
 use crate::replay::{LoadedModule, Replayed};
+use crate::symbol_cache::Cached;
 
 /// One frame of a report.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,11 +37,13 @@ enum Unusable {
     Changed,
 }
 
-/// Offline symbolizers, one per module file, opened on first use.
+/// Offline symbolizers, one per module file, opened on first use (not at all when the on-disk cache
+/// names every address asked of a module).
 #[derive(Default)]
 pub struct Symbolizer {
     loaders: HashMap<String, Result<Loader, Unusable>>,
     cache: HashMap<u64, Vec<Frame>>,
+    disk: crate::symbol_cache::DiskCache,
 }
 
 impl Symbolizer {
@@ -100,6 +103,20 @@ impl Symbolizer {
 
     fn offline(&mut self, m: &LoadedModule, addr: u64) -> Vec<Frame> {
         let path = m.module.path.clone();
+        // A return address points after the call; the call itself is one byte earlier.
+        let probe = addr.wrapping_sub(m.module.base).wrapping_sub(1);
+        let frame = |c: Cached| Frame {
+            function: c.function,
+            file: c.file,
+            line: c.line,
+            module: Some(path.clone()),
+            address: addr,
+            python: false,
+            lent: false,
+        };
+        if let Some(hit) = self.disk.get(&m.module.build_id, probe) {
+            return hit.into_iter().map(frame).collect();
+        }
         let loader = self
             .loaders
             .entry(path.clone())
@@ -107,8 +124,6 @@ impl Symbolizer {
         let Ok(loader) = loader else {
             return Vec::new();
         };
-        // A return address points after the call; the call itself is one byte earlier.
-        let probe = addr.wrapping_sub(m.module.base).wrapping_sub(1);
         let mut out = Vec::new();
         if let Ok(mut iter) = loader.find_frames(probe) {
             while let Ok(Some(f)) = iter.next() {
@@ -120,31 +135,29 @@ impl Symbolizer {
                     Some(l) => (l.file.map(str::to_string), l.line),
                     None => (None, None),
                 };
-                out.push(Frame {
+                out.push(Cached {
                     function,
                     file,
                     line,
-                    module: Some(path.clone()),
-                    address: addr,
-                    python: false,
-                    lent: false,
                 });
             }
         }
         if out.iter().all(|f| f.function.is_none()) {
             if let Some(name) = loader.find_symbol(probe) {
-                out = vec![Frame {
+                out = vec![Cached {
                     function: Some(demangle(name)),
                     file: None,
                     line: None,
-                    module: Some(path),
-                    address: addr,
-                    python: false,
-                    lent: false,
                 }];
             }
         }
-        out
+        self.disk.put(&m.module.build_id, probe, out.clone());
+        out.into_iter().map(frame).collect()
+    }
+
+    /// Keeps what was named offline for the next run (see `symbol_cache`).
+    pub fn save_cache(&mut self) {
+        self.disk.save();
     }
 }
 

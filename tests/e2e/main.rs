@@ -18,4 +18,5 @@ mod python;
 mod report;
 mod robustness;
 mod schema;
+mod symbol_cache;
 mod util;

@@ -161,6 +161,10 @@ fn run_command(cmd: &mut Command) -> Outcome {
             cmd.env_remove(var);
         }
     }
+    // Names come from the binaries, not from a cache another run left in the home directory.
+    if !cmd.get_envs().any(|(k, _)| k == "MEMSHIM_SYMBOL_CACHE") {
+        cmd.env("MEMSHIM_SYMBOL_CACHE", "off");
+    }
     let what = format!("{cmd:?}");
     let output = cmd
         .output()

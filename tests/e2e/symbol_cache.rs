@@ -1,0 +1,58 @@
+//! The on-disk cache of names (`MEMSHIM_SYMBOL_CACHE`): `memshim run` fills it, files are private,
+//! and the next run of the same binary takes its names from it instead of reading DWARF again.
+use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
+
+use crate::report::*;
+use crate::util::*;
+
+fn run_with_cache(dir: &TestDir, prog: &std::path::Path, traces: &str, cache: &std::path::Path) {
+    let mut cmd = Command::new(&artifacts().memshim);
+    cmd.args(["run", "--quiet", "-o"])
+        .arg(dir.path(traces))
+        .arg("--")
+        .arg(prog)
+        .env("MEMSHIM_SYMBOL_CACHE", cache)
+        .current_dir(&dir.root);
+    run_ok(&mut cmd);
+}
+
+#[test]
+fn a_second_run_takes_its_names_from_the_cache() {
+    let dir = TestDir::new("symbol_cache_second_run");
+    let prog = dir.compile("leaky.c");
+    let cache = dir.path("symcache");
+    run_with_cache(&dir, &prog, "t1", &cache);
+    let first = report_json(&dir.path("t1"));
+    site_with(process_by_exe(&first, "leaky"), "host", "leak_malloc");
+
+    let files: Vec<_> = std::fs::read_dir(&cache)
+        .expect("the cache directory exists")
+        .map(|e| e.expect("an entry").path())
+        .collect();
+    assert!(!files.is_empty());
+    let mut marked = 0;
+    for f in &files {
+        let mode = std::fs::metadata(f).expect("metadata").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", f.display());
+        // Rename the function in the cache: a second run that shows the new name took it from here.
+        let text = std::fs::read_to_string(f).expect("a cache file");
+        if text.contains("\"leak_malloc\"") {
+            std::fs::write(
+                f,
+                text.replace("\"leak_malloc\"", "\"leak_malloc_from_cache\""),
+            )
+            .expect("rewrite");
+            marked += 1;
+        }
+    }
+    assert_eq!(marked, 1, "one binary named leak_malloc");
+
+    run_with_cache(&dir, &prog, "t2", &cache);
+    let second = report_json(&dir.path("t2"));
+    site_with(
+        process_by_exe(&second, "leaky"),
+        "host",
+        "leak_malloc_from_cache",
+    );
+}
