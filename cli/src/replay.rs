@@ -401,7 +401,7 @@ fn apply(r: &mut Replayed, ev: Event) {
             r.stacks.insert(s.id, s.frames);
         }
         Record::ModuleLoad(m) => r.modules.push(LoadedModule {
-            module: m,
+            module: *m,
             unloaded_t: None,
         }),
         Record::ModuleUnload(u) => {
@@ -421,7 +421,7 @@ fn apply(r: &mut Replayed, ev: Event) {
         }
         Record::PyCode(c) => define_code(r, c),
         Record::Python(p) => r.python = Some(p),
-        Record::Rank(k) => r.rank = Some(k),
+        Record::Rank(k) => r.rank = Some(*k),
         Record::Gpus(g) => r.gpus.info = g,
         Record::GpuSamples(s) => r.gpus.sample(ev.t, &s),
         Record::Dropped(n) => r.dropped = r.dropped.max(n),
@@ -474,7 +474,7 @@ fn apply(r: &mut Replayed, ev: Event) {
             };
             if r.placements.len() < MAX_NUMA_CALLS {
                 r.placements.push(SampledBlock {
-                    placement: p,
+                    placement: *p,
                     alloc_cpu: at.map(|a| a.0),
                     alloc_t: at.map(|a| a.1),
                     stack,
@@ -488,7 +488,7 @@ fn apply(r: &mut Replayed, ev: Event) {
         Record::FreeBack(_) => {}
         Record::NumaCall(c) => {
             if r.numa_calls.len() < MAX_NUMA_CALLS {
-                r.numa_calls.push((ev.t, ev.tid, c));
+                r.numa_calls.push((ev.t, ev.tid, *c));
             }
         }
     }

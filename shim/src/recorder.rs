@@ -192,7 +192,7 @@ pub fn on_numa(
     record(session::numa_active, || {
         let t = clock::monotonic_ns();
         let stack = call_stack_hash();
-        let record = memshim_trace::Record::NumaCall(memshim_trace::NumaCall {
+        let record = memshim_trace::Record::NumaCall(Box::new(memshim_trace::NumaCall {
             func,
             mode,
             nodes: nodes(),
@@ -204,7 +204,7 @@ pub fn on_numa(
             flags,
             result,
             stack: 0,
-        });
+        }));
         session::send(Msg::Stacked(Box::new(crate::msg::StackedMsg {
             t,
             tid: guard::tid(),

@@ -58,7 +58,10 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
                 let start = std::time::Instant::now();
                 let stats = crate::heapstats::sample();
                 heap.took(start.elapsed());
-                if tx.send(Msg::Record(Record::HeapStats(stats))).is_err() {
+                if tx
+                    .send(Msg::Record(Record::HeapStats(Box::new(stats))))
+                    .is_err()
+                {
                     return;
                 }
             }

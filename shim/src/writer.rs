@@ -89,7 +89,7 @@ impl Writer {
             let pushed = w.out.push(&Event {
                 t: clock::monotonic_ns(),
                 tid: 0,
-                record: Record::Rank(rank),
+                record: Record::Rank(Box::new(rank)),
             });
             if let Err(e) = pushed {
                 w.fail(&e);
@@ -320,7 +320,7 @@ impl Writer {
             Some(p) => self.out.push(&Event {
                 t,
                 tid: 0,
-                record: Record::Placement(p),
+                record: Record::Placement(Box::new(p)),
             }),
             None => Ok(()),
         }
@@ -377,7 +377,7 @@ impl Writer {
                 self.out.push(&Event {
                     t,
                     tid: 0,
-                    record: Record::ModuleLoad(m),
+                    record: Record::ModuleLoad(Box::new(m)),
                 })?;
             }
         }
@@ -390,7 +390,7 @@ impl Writer {
             self.out.push(&Event {
                 t: now,
                 tid: 0,
-                record: Record::Placement(p),
+                record: Record::Placement(Box::new(p)),
             })?;
         }
         let dropped = session::dropped();
@@ -457,7 +457,7 @@ impl Writer {
             self.out.push(&Event {
                 t,
                 tid: 0,
-                record: Record::Placement(p),
+                record: Record::Placement(Box::new(p)),
             })?;
         }
         self.flush()?;

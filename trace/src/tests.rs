@@ -53,7 +53,7 @@ fn events_n(n: u64) -> Vec<Event> {
     v.push(Event {
         t: 6_000_000,
         tid: 101,
-        record: Record::TimedCopy(TimedCopy {
+        record: Record::TimedCopy(Box::new(TimedCopy {
             copy: Transfer {
                 api: CopyApi::MemcpyHtoDAsync,
                 dst: 0x7000_0000_0000,
@@ -66,7 +66,7 @@ fn events_n(n: u64) -> Vec<Event> {
                 stack: 0,
             },
             timer: 1,
-        }),
+        })),
     });
     v.push(Event {
         t: 6_100_000,

@@ -101,8 +101,8 @@ pub fn copy(
         stack: 0,
     };
     let record = match timer {
-        Some(timer) => Record::TimedCopy(TimedCopy { copy, timer }),
-        None => Record::Copy(copy),
+        Some(timer) => Record::TimedCopy(Box::new(TimedCopy { copy, timer })),
+        None => Record::Copy(Box::new(copy)),
     };
     send_at(Some(t0), record, true);
 }

@@ -30,7 +30,8 @@ pub struct Event {
     pub record: Record,
 }
 
-/// Everything a trace can say.
+/// Everything a trace can say. The larger, rarer records are boxed so that a heap event, the common
+/// case, stays small to move (a boxed record is stored exactly as the record itself).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Record {
     /// A host heap allocation succeeded.
@@ -47,7 +48,7 @@ pub enum Record {
     /// The frames of a stack id.
     Stack(StackDef),
     /// A loaded object (executable or shared library) was found in the process.
-    ModuleLoad(Module),
+    ModuleLoad(Box<Module>),
     /// A loaded object is gone.
     ModuleUnload(ModuleUnload),
     /// Symbols the shim resolved in-process for some return addresses.
@@ -69,19 +70,19 @@ pub enum Record {
     /// A unified-memory hint: prefetch or advise.
     ManagedHint(ManagedHint),
     /// A memory copy through the driver; the event time is when the call started.
-    Copy(Transfer),
+    Copy(Box<Transfer>),
     /// The machine's NUMA nodes, written at the start of the trace.
     Topology(Vec<NumaNode>),
     /// The C library's heap statistics and the process's resident memory, sampled while it runs.
-    HeapStats(HeapStats),
+    HeapStats(Box<HeapStats>),
     /// The process's performance counters at the end, or why each could not be read.
     Counters(Vec<Counter>),
     /// A NUMA placement or CPU affinity call.
-    NumaCall(NumaCall),
+    NumaCall(Box<NumaCall>),
     /// The CPU the thread that made a large allocation was running on (sent right after its Alloc).
     AllocCpu(AllocCpu),
     /// Where the pages of a large block are: sampled after the block was first touched.
-    Placement(Placement),
+    Placement(Box<Placement>),
     /// Host allocations are sampled: on average one stack per this many bytes allocated. Every
     /// allocation and free is still recorded; unsampled ones carry the stack id [`UNSAMPLED`].
     Sampling(u64),
@@ -92,14 +93,14 @@ pub enum Record {
     /// The CPython interpreter the process runs, and whether its frames are recorded. Since version 3.
     Python(PythonRuntime),
     /// The process is one rank of a distributed job (torchrun, Slurm, MPI). Since version 3.
-    Rank(RankInfo),
+    Rank(Box<RankInfo>),
     /// The machine's GPUs as NVML describes them, once the process used CUDA. Since version 3.
     Gpus(Vec<GpuInfo>),
     /// NVML's readings of every GPU at one moment. Since version 3.
     GpuSamples(Vec<GpuSample>),
     /// An asynchronous copy bracketed by two CUDA events on its stream, whose GPU time a later
     /// [`Record::CopyTime`] with the same timer gives. Since version 5.
-    TimedCopy(TimedCopy),
+    TimedCopy(Box<TimedCopy>),
     /// How long an event-timed copy ran on the GPU. Since version 5.
     CopyTime(CopyTime),
     /// Whether CUPTI's unified-memory counters are being collected, and why not. Since version 5.
