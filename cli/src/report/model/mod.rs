@@ -1,0 +1,248 @@
+//! The report model. Serialising it with serde gives the JSON contract.
+use serde::Serialize;
+
+mod device;
+mod system;
+mod transfers;
+
+pub use device::*;
+pub use system::*;
+pub use transfers::*;
+
+/// The schema name and major version.
+pub const SCHEMA: &str = "memshim.report/1";
+
+/// A whole report: one entry per traced process.
+#[derive(Serialize, Debug)]
+pub struct Report {
+    /// Always [`SCHEMA`].
+    pub schema: &'static str,
+    /// The processes, by start time.
+    pub processes: Vec<Process>,
+    /// The ranks of a distributed job side by side; null when no process was a rank.
+    pub ranks: Option<RanksSection>,
+}
+
+/// The ranks of a distributed job.
+#[derive(Serialize, Debug)]
+pub struct RanksSection {
+    /// One row per rank process (not its forked workers), by host and rank.
+    pub rows: Vec<RankRow>,
+    /// Where ranks differ enough to matter.
+    pub findings: Vec<Finding>,
+}
+
+/// One rank's figures.
+#[derive(Serialize, Debug)]
+pub struct RankRow {
+    pub host: String,
+    pub rank: u32,
+    pub local_rank: Option<u32>,
+    pub pid: u32,
+    pub peak_device_bytes: u64,
+    pub leaked_device_bytes: u64,
+    pub leaked_host_bytes: u64,
+    /// Host and device sites that kept growing.
+    pub growing_sites: u64,
+    pub htod_bytes: u64,
+    pub dtoh_bytes: u64,
+    pub dtod_bytes: u64,
+    /// Time the synchronous copies took and the asynchronous ones blocked their callers.
+    pub transfer_seconds: f64,
+}
+
+/// A process's rank in a distributed job.
+#[derive(Serialize, Debug, Clone)]
+pub struct RankOut {
+    pub rank: u32,
+    pub local_rank: Option<u32>,
+    pub world_size: Option<u32>,
+    /// `torchrun`, `env`, `openmpi`, `pmi` or `slurm`.
+    pub launcher: String,
+}
+
+/// One traced process.
+#[derive(Serialize, Debug)]
+pub struct Process {
+    pub pid: u32,
+    pub ppid: u32,
+    pub exe: String,
+    pub argv: Vec<String>,
+    pub hostname: String,
+    pub trace: String,
+    pub start_unix_ns: u64,
+    pub duration_s: f64,
+    pub forked: bool,
+    pub truncated: bool,
+    /// "exit", "quick_exit", "exec", "failure", or null when the trace has no end.
+    pub end: Option<&'static str>,
+    pub dropped_events: u64,
+    /// Host stacks were sampled, one per this many bytes on average; null when every stack was taken.
+    pub sampling_bytes: Option<u64>,
+    /// The CPython interpreter the process ran, if any.
+    pub python: Option<PythonOut>,
+    /// Its rank, when it was one in a distributed job.
+    pub rank: Option<RankOut>,
+    /// What it is: `main`, `child`, `fork child`, `rank N`, `DataLoader worker [of rank N]`.
+    pub role: String,
+    pub notes: Vec<String>,
+    pub heap: HeapSummary,
+    pub leaks: Leaks,
+    pub growth: GrowthSection,
+    pub device: DeviceSection,
+    pub transfers: TransfersSection,
+    pub timeline: Timeline,
+    pub numa: NumaSection,
+    pub counters: CountersSection,
+    pub fragmentation: FragmentationSection,
+}
+
+/// The Python interpreter of a process and whether its frames are in the stacks.
+#[derive(Serialize, Debug)]
+pub struct PythonOut {
+    pub version: String,
+    pub frames: bool,
+    /// Why not, when `frames` is false.
+    pub reason: Option<String>,
+}
+
+/// Memory over time, downsampled to at most 2048 points each (the largest value of each interval).
+#[derive(Serialize, Debug, Default)]
+pub struct Timeline {
+    /// [seconds since start, live host heap bytes].
+    pub host_live: Vec<(f64, u64)>,
+    /// [seconds since start, live device bytes, all GPUs].
+    pub device_live: Vec<(f64, u64)>,
+    /// Copy bandwidth over time, one series per kind of copy: bytes moved per second in each of up
+    /// to 200 equal intervals of the copying period.
+    pub transfers: Vec<BandwidthSeries>,
+}
+
+/// Call sites whose live memory kept climbing over the run.
+#[derive(Serialize, Debug, Default)]
+pub struct GrowthSection {
+    /// Host heap sites, fastest first.
+    pub host: Vec<GrowthSite>,
+    /// Device memory sites, fastest first.
+    pub device: Vec<GrowthSite>,
+    pub findings: Vec<Finding>,
+}
+
+/// A growing site.
+#[derive(Serialize, Debug)]
+pub struct GrowthSite {
+    /// Live bytes at the first high-water point, and when (seconds since start).
+    pub from_bytes: u64,
+    pub from_time_s: f64,
+    /// Live bytes at the last high-water point, and when.
+    pub to_bytes: u64,
+    pub to_time_s: f64,
+    /// Growth rate between them.
+    pub rate_bytes_per_s: f64,
+    /// Live bytes at the end.
+    pub live_bytes: u64,
+    pub frames: Vec<FrameOut>,
+}
+
+/// Heap totals over the run.
+#[derive(Serialize, Debug)]
+pub struct HeapSummary {
+    pub allocations: u64,
+    pub frees: u64,
+    pub allocated_bytes: u64,
+    pub peak_bytes: u64,
+    pub peak_time_s: f64,
+    pub live_bytes: u64,
+    pub live_count: u64,
+    pub temporary_allocations: u64,
+    /// The sites that held the most when the peak was reached (`bytes`/`count`: what they held
+    /// then), at most [`PEAK_SITES`], largest first: the flame graph at the peak.
+    pub peak_sites: Vec<Site>,
+}
+
+/// Sites kept for the peak's picture.
+pub const PEAK_SITES: usize = 100;
+
+/// Memory still held at the end, by kind.
+#[derive(Serialize, Debug)]
+pub struct Leaks {
+    /// Host heap blocks.
+    pub host: LeakClass,
+    /// Anonymous mappings.
+    pub mmap: LeakClass,
+    /// Device memory (`cuMemAlloc*`, async and pool allocations, and `cuMemCreate` physical memory).
+    pub device: LeakClass,
+    /// Unified (managed) memory.
+    pub managed: LeakClass,
+    /// Page-locked host memory allocated by CUDA.
+    pub pinned: LeakClass,
+    /// Host memory still registered (pinned) with `cuMemHostRegister`.
+    pub registered: LeakClass,
+}
+
+/// A conclusion.
+#[derive(Serialize, Debug)]
+pub struct Finding {
+    /// A short, stable identifier.
+    pub kind: &'static str,
+    /// The conclusion and its evidence, in plain words.
+    pub text: String,
+}
+
+/// Leaks of one kind.
+#[derive(Serialize, Debug, Default)]
+pub struct LeakClass {
+    pub bytes: u64,
+    pub count: u64,
+    /// Of `bytes` and `count`, what the CUDA driver allocated for itself (see `Site::owner`).
+    pub driver_bytes: u64,
+    pub driver_count: u64,
+    /// Of `bytes` and `count`, what was allocated without a sampled stack (not in `sites`).
+    pub unsampled_bytes: u64,
+    pub unsampled_count: u64,
+    pub sites: Vec<Site>,
+}
+
+/// One call site: a distinct stack.
+#[derive(Serialize, Debug)]
+pub struct Site {
+    /// "program"; "cuda_driver" when a frame is in the driver's own libraries; "nccl" when a frame is
+    /// NCCL's.
+    pub owner: &'static str,
+    /// Bytes still live from here.
+    pub bytes: u64,
+    /// Blocks still live from here.
+    pub count: u64,
+    /// Blocks allocated here over the run.
+    pub allocations: u64,
+    /// Bytes allocated here over the run.
+    pub allocated_bytes: u64,
+    /// With sampling: what this site's sampled blocks stand for (an estimate); null otherwise.
+    pub estimated: Option<Estimate>,
+    /// The stack, innermost first.
+    pub frames: Vec<FrameOut>,
+}
+
+/// A scaled estimate from sampled stacks.
+#[derive(Serialize, Debug)]
+pub struct Estimate {
+    pub bytes: u64,
+    pub count: u64,
+}
+
+/// One frame.
+#[derive(Serialize, Debug, Clone)]
+pub struct FrameOut {
+    /// "native" (or "python" for interpreter frames).
+    pub kind: &'static str,
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub module: Option<String>,
+    /// The return address, as hex.
+    pub address: String,
+    /// Present (true) on a Python frame of the main thread, lent to a native thread that ran no
+    /// Python code (PyTorch's autograd engine during `backward()`, say).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub main_thread: bool,
+}
