@@ -16,6 +16,7 @@ mod report;
 mod symbol_cache;
 mod symbolize;
 mod traces;
+mod user_files;
 
 use std::io;
 use std::process::ExitCode;

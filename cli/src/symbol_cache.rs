@@ -8,8 +8,7 @@
 //! the next save): this is a cache, never a source of errors.
 //!
 //! Never: keep more than [`MAX_ENTRIES`] addresses per binary, or write anywhere but its own directory
-//! (files created 0600, replaced by rename so a reader never sees half a file).
-use std::io::Write;
+//! (files are replaced as `user_files` replaces them: private, whole, never through a symlink).
 use std::path::PathBuf;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -62,15 +61,11 @@ fn default_dir() -> Option<PathBuf> {
         Some(v) if !v.is_empty() => return Some(PathBuf::from(v)),
         _ => {}
     }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("memshim").join("symbols"))
+    Some(crate::user_files::cache_dir()?.join("symbols"))
 }
 
 fn file_name(build_id: &[u8]) -> String {
-    let hex: String = build_id.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{hex}.json")
+    format!("{}.json", crate::user_files::build_id_hex(build_id))
 }
 
 impl DiskCache {
@@ -124,9 +119,6 @@ impl DiskCache {
     /// Writes the binaries that learned something. Failures are ignored: the cache is optional.
     pub fn save(&mut self) {
         let Some(dir) = self.dir.clone() else { return };
-        if std::fs::create_dir_all(&dir).is_err() {
-            return;
-        }
         for (id, b) in self.binaries.iter_mut().filter(|(_, b)| b.dirty) {
             let mut entries: Vec<(u64, Vec<Cached>)> =
                 b.entries.iter().map(|(&k, v)| (k, v.clone())).collect();
@@ -137,27 +129,11 @@ impl DiskCache {
             }) else {
                 continue;
             };
-            let path = dir.join(file_name(id));
-            let tmp = dir.join(format!("{}.{}.tmp", file_name(id), std::process::id()));
-            if write_new(&tmp, &bytes).is_ok() && std::fs::rename(&tmp, &path).is_ok() {
+            if crate::user_files::replace(&dir.join(file_name(id)), &bytes).is_ok() {
                 b.dirty = false;
-            } else {
-                let _ = std::fs::remove_file(&tmp);
             }
         }
     }
-}
-
-/// Creates `path` (mode 0600, never through a symlink planted there) and writes `bytes`.
-fn write_new(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)?;
-    f.write_all(bytes)
 }
 
 #[cfg(test)]

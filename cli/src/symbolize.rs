@@ -195,7 +195,7 @@ fn open_checked(path: &str, build_id: &[u8]) -> Result<Loader, Unusable> {
 
 /// `/usr/lib/debug/.build-id/ab/cdef….debug` for build id `abcdef…`, if it exists.
 fn separate_debug_file(build_id: &[u8]) -> Option<std::path::PathBuf> {
-    let hex: String = build_id.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = crate::user_files::build_id_hex(build_id);
     if hex.len() < 3 {
         return None;
     }

@@ -57,10 +57,7 @@ pub fn default_path() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("MEMSHIM_CEILINGS") {
         return Some(PathBuf::from(p));
     }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))?;
-    Some(base.join("memshim").join("ceilings.json"))
+    Some(crate::user_files::cache_dir()?.join("ceilings.json"))
 }
 
 /// Every host's ceilings in `path` (none when the file does not exist).
@@ -91,11 +88,9 @@ pub fn store(path: &Path, c: &Ceilings) -> Result<()> {
     let mut all = load_all(path)?;
     all.retain(|x| x.hostname != c.hostname);
     all.push(c.clone());
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
     let text = serde_json::to_string_pretty(&all).context("cannot encode the ceilings")?;
-    std::fs::write(path, text + "\n").with_context(|| format!("cannot write {}", path.display()))
+    crate::user_files::replace(path, (text + "\n").as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]
