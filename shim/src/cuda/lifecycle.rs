@@ -12,32 +12,17 @@
 use std::ffi::{c_int, c_void};
 
 use super::events;
-use super::{CUresult, CUDA_ERROR_NOT_INITIALIZED, CUDA_SUCCESS};
+use super::{CUresult, CUDA_SUCCESS};
 
 type Ptr = *mut c_void;
 
 /// `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`: the capture ended, with an error.
 const CAPTURE_INVALIDATED: CUresult = 901;
 
+/// A lifecycle wrapper: the real call inside `$effect` (see `wrapper!`, unguarded).
 macro_rules! lifecycle_wrapper {
     ($name:ident ( $($arg:ident : $ty:ty),* ), $effect:path) => {
-        pub mod $name {
-            //! The real function's slot.
-            pub static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        }
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> CUresult {
-            let name = concat!(stringify!($name), "\0");
-            let Some(real) = super::table::real_for(&$name::REAL, name) else {
-                return CUDA_ERROR_NOT_INITIALIZED;
-            };
-            $effect(|| {
-                // SAFETY: see the module note: `real` is this export's driver function.
-                unsafe {
-                    std::mem::transmute::<usize, unsafe extern "C" fn($($ty),*) -> CUresult>(real)($($arg),*)
-                }
-            })
-        }
+        wrapper!(unguarded $name($($arg: $ty),*) |call| { $effect(call) });
     };
 }
 

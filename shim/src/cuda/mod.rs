@@ -13,9 +13,19 @@
 //! reported as the program's. A process that never loads libcuda pays nothing.
 /// Defines an exported driver wrapper named like the driver's export, with the slot for the real
 /// function (`<name>::REAL`). The body runs with the guard held and `call()` makes the real call;
-/// when the thread is already inside the shim the real call is made directly.
+/// when the thread is already inside the shim the real call is made directly. With `unguarded`
+/// the body always runs and takes no guard (it records nothing: see `lifecycle`).
 macro_rules! wrapper {
     ($name:ident ( $($arg:ident : $ty:ty),* ) |$call:ident| $body:block) => {
+        wrapper!(@define $name ($($arg: $ty),*) |$call| {
+            let Some(_guard) = crate::guard::enter() else { return $call() };
+            $body
+        });
+    };
+    (unguarded $name:ident ( $($arg:ident : $ty:ty),* ) |$call:ident| $body:block) => {
+        wrapper!(@define $name ($($arg: $ty),*) |$call| $body);
+    };
+    (@define $name:ident ( $($arg:ident : $ty:ty),* ) |$call:ident| $body:block) => {
         pub mod $name {
             //! The real function's slot.
             pub static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -32,7 +42,6 @@ macro_rules! wrapper {
                     std::mem::transmute::<usize, unsafe extern "C" fn($($ty),*) -> $crate::cuda::CUresult>(real)($($arg),*)
                 }
             };
-            let Some(_guard) = crate::guard::enter() else { return $call() };
             $body
         }
     };
