@@ -191,7 +191,6 @@ pub fn on_numa(
 ) {
     record(session::numa_active, || {
         let t = clock::monotonic_ns();
-        let stack = call_stack_hash();
         let record = memshim_trace::Record::NumaCall(Box::new(memshim_trace::NumaCall {
             func,
             mode,
@@ -205,13 +204,20 @@ pub fn on_numa(
             result,
             stack: 0,
         }));
-        session::send(Msg::Stacked(Box::new(crate::msg::StackedMsg {
-            t,
-            tid: guard::tid(),
-            stack: Some(stack),
-            record,
-        })));
+        send_stacked(t, record, true);
     });
+}
+
+/// Sends a record made by the calling thread at `t` (a CUDA or NUMA call), with its stack when
+/// `with_stack` (the writer puts the stack's id into the record). Call it while recording.
+pub fn send_stacked(t: u64, record: memshim_trace::Record, with_stack: bool) {
+    let stack = with_stack.then(call_stack_hash);
+    session::send(Msg::Stacked(Box::new(crate::msg::StackedMsg {
+        t,
+        tid: guard::tid(),
+        stack,
+        record,
+    })));
 }
 
 /// Runs a lifecycle step (exit, exec) with the guard held and panics contained.

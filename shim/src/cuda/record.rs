@@ -7,9 +7,8 @@ use memshim_trace::{
 };
 
 use super::driver::DriverFn;
-use crate::msg::{Msg, StackedMsg};
-use crate::recorder::{call_stack_hash, record_guarded};
-use crate::{clock, guard, session};
+use crate::recorder::{record_guarded, send_stacked};
+use crate::{clock, session};
 
 fn send(record: Record, with_stack: bool) {
     send_at(None, record, with_stack);
@@ -28,14 +27,7 @@ fn send_at(at: Option<u64>, record: Record, with_stack: bool) {
         USED.store(true, Ordering::Relaxed);
     }
     record_guarded(session::cuda_active, || {
-        let t = at.unwrap_or_else(clock::monotonic_ns);
-        let stack = with_stack.then(call_stack_hash);
-        session::send(Msg::Stacked(Box::new(StackedMsg {
-            t,
-            tid: guard::tid(),
-            stack,
-            record,
-        })));
+        send_stacked(at.unwrap_or_else(clock::monotonic_ns), record, with_stack);
     });
 }
 
