@@ -40,19 +40,15 @@ pub struct FreeIndex {
     by_addr: HashMap<u64, u64>,
 }
 
-/// Whether an allocation at `addr` is indexed: while the map has room, or in place of a block at the
-/// same address whose free was never seen.
-fn indexed(by_addr: &HashMap<u64, u64>, addr: u64) -> bool {
-    by_addr.len() < MAX_LIVE || by_addr.contains_key(&addr)
-}
-
 impl FreeIndex {
     /// What to store for `record`: the record itself, or the `FreeBack` that replaces a free, with
     /// the freed address (the delta coder's new reference point).
     pub fn encode(&mut self, record: &Record) -> Option<(Record, u64)> {
         match record {
             Record::Alloc(a) => {
-                if indexed(&self.by_addr, a.addr) {
+                // Indexed while the map has room, or in place of a block at the same address whose
+                // free was never seen.
+                if self.by_addr.len() < MAX_LIVE || self.by_addr.contains_key(&a.addr) {
                     self.by_addr.insert(a.addr, self.next);
                 }
                 self.next += 1;
