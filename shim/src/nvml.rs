@@ -12,6 +12,8 @@ use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void, CStr};
 
 use memshim_trace::{GpuInfo, GpuSample};
 
+use crate::real::function;
+
 type Device = *mut c_void;
 
 #[repr(C)]
@@ -79,20 +81,6 @@ pub struct Nvml {
 // SAFETY: NVML handles are process-wide and NVML is thread-safe; the sampler thread alone uses them.
 unsafe impl Send for Nvml {}
 
-/// The function `name` of `lib` as a function pointer of type `F`.
-///
-/// # Safety
-/// `F` must be a function pointer type with the C signature of that function.
-unsafe fn func<F: Copy>(lib: *mut c_void, name: &CStr) -> Option<F> {
-    // SAFETY: `lib` is a handle from dlopen; `name` is NUL-terminated.
-    let p = unsafe { libc::dlsym(lib, name.as_ptr()) };
-    if p.is_null() || std::mem::size_of::<F>() != std::mem::size_of::<*mut c_void>() {
-        return None;
-    }
-    // SAFETY: same size, and the caller vouches that `p` has type `F`.
-    Some(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&p) })
-}
-
 impl Nvml {
     /// Loads and starts NVML; `None` when the machine has none or it does not start.
     pub fn start(pid: u32) -> Option<Nvml> {
@@ -109,7 +97,7 @@ impl Nvml {
         // Each `func` below names the C signature of the NVML function of that name, in every NVML
         // that exports the name.
         // SAFETY: nvmlInit_v2 is `nvmlReturn_t nvmlInit_v2(void)`.
-        let init: unsafe extern "C" fn() -> c_int = unsafe { func(lib, c"nvmlInit_v2") }?;
+        let init: unsafe extern "C" fn() -> c_int = unsafe { function(lib, c"nvmlInit_v2") }?;
         // SAFETY: nvmlInit_v2 takes no arguments.
         if unsafe { init() } != 0 {
             return None;
@@ -117,17 +105,17 @@ impl Nvml {
         // SAFETY: each field's type is that function's C signature (see above).
         let api = unsafe {
             Api {
-                count: func(lib, c"nvmlDeviceGetCount_v2")?,
-                handle: func(lib, c"nvmlDeviceGetHandleByIndex_v2")?,
-                name: func(lib, c"nvmlDeviceGetName")?,
-                uuid: func(lib, c"nvmlDeviceGetUUID")?,
-                memory: func(lib, c"nvmlDeviceGetMemoryInfo")?,
-                processes: func(lib, c"nvmlDeviceGetComputeRunningProcesses_v3"),
-                pcie: func(lib, c"nvmlDeviceGetPcieThroughput"),
-                link_gen: func(lib, c"nvmlDeviceGetCurrPcieLinkGeneration"),
-                link_width: func(lib, c"nvmlDeviceGetCurrPcieLinkWidth"),
-                pci: func(lib, c"nvmlDeviceGetPciInfo_v3"),
-                utilization: func(lib, c"nvmlDeviceGetUtilizationRates"),
+                count: function(lib, c"nvmlDeviceGetCount_v2")?,
+                handle: function(lib, c"nvmlDeviceGetHandleByIndex_v2")?,
+                name: function(lib, c"nvmlDeviceGetName")?,
+                uuid: function(lib, c"nvmlDeviceGetUUID")?,
+                memory: function(lib, c"nvmlDeviceGetMemoryInfo")?,
+                processes: function(lib, c"nvmlDeviceGetComputeRunningProcesses_v3"),
+                pcie: function(lib, c"nvmlDeviceGetPcieThroughput"),
+                link_gen: function(lib, c"nvmlDeviceGetCurrPcieLinkGeneration"),
+                link_width: function(lib, c"nvmlDeviceGetCurrPcieLinkWidth"),
+                pci: function(lib, c"nvmlDeviceGetPciInfo_v3"),
+                utilization: function(lib, c"nvmlDeviceGetUtilizationRates"),
             }
         };
         let mut n: c_uint = 0;

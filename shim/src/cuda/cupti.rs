@@ -103,30 +103,29 @@ pub fn flush(forced: bool) {
     }
 }
 
+/// A CUPTI export memshim cannot do without, or what to say when `path` lacks it.
+///
+/// # Safety
+/// As for `real::function`: `F` is that export's C signature.
+unsafe fn required<F: Copy>(handle: *mut c_void, path: &str, name: &CStr) -> Result<F, String> {
+    // SAFETY: passed on from the caller.
+    unsafe { real::function(handle, name) }
+        .ok_or_else(|| format!("{path} has no {}", name.to_string_lossy()))
+}
+
 fn enable(lib: Option<&str>) -> Result<String, String> {
     let (handle, path) = open(lib)?;
-    let sym = |name: &CStr| -> Result<usize, String> {
-        let p = real::dlsym(handle, name);
-        if p.is_null() {
-            Err(format!("{path} has no {}", name.to_string_lossy()))
-        } else {
-            Ok(p as usize)
-        }
-    };
-    // SAFETY: each address is the CUPTI export of that name, given its documented signature.
-    let (configure, register, enable_kind, next, text) = unsafe {
-        use std::mem::transmute as t;
+    // SAFETY: each type is the documented signature of the CUPTI export of that name.
+    let (configure, register, enable_kind, next, flush_all, text) = unsafe {
         (
-            t::<usize, ConfigureFn>(sym(c"cuptiActivityConfigureUnifiedMemoryCounter")?),
-            t::<usize, RegisterFn>(sym(c"cuptiActivityRegisterCallbacks")?),
-            t::<usize, EnableFn>(sym(c"cuptiActivityEnable")?),
-            sym(c"cuptiActivityGetNextRecord")?,
-            sym(c"cuptiGetResultString")
-                .ok()
-                .map(|a| t::<usize, ResultStringFn>(a)),
+            required::<ConfigureFn>(handle, &path, c"cuptiActivityConfigureUnifiedMemoryCounter")?,
+            required::<RegisterFn>(handle, &path, c"cuptiActivityRegisterCallbacks")?,
+            required::<EnableFn>(handle, &path, c"cuptiActivityEnable")?,
+            required::<NextRecordFn>(handle, &path, c"cuptiActivityGetNextRecord")?,
+            required::<FlushFn>(handle, &path, c"cuptiActivityFlushAll")?,
+            real::function::<ResultStringFn>(handle, c"cuptiGetResultString"),
         )
     };
-    let flush_all = sym(c"cuptiActivityFlushAll")?;
     let explain = |call: &str, r: i32| {
         let mut s: *const c_char = std::ptr::null();
         // SAFETY: a valid out-pointer; CUPTI returns a static string.
@@ -168,7 +167,7 @@ fn enable(lib: Option<&str>) -> Result<String, String> {
             return Err(explain("configuring the unified-memory counters", r));
         }
     }
-    NEXT_RECORD.store(next, Ordering::Release);
+    NEXT_RECORD.store(next as usize, Ordering::Release);
     // SAFETY: two callbacks of the documented signatures, alive for the whole process.
     let r = unsafe { register(buffer_requested, buffer_completed) };
     if r != CUPTI_SUCCESS {
@@ -182,7 +181,7 @@ fn enable(lib: Option<&str>) -> Result<String, String> {
     if r != CUPTI_SUCCESS {
         return Err(explain("enabling unified-memory counter activity", r));
     }
-    FLUSH.store(flush_all, Ordering::Release);
+    FLUSH.store(flush_all as usize, Ordering::Release);
     Ok(format!("{path} ({counting})"))
 }
 

@@ -145,6 +145,20 @@ pub fn dlsym(handle: *mut c_void, name: &CStr) -> *mut c_void {
     real_dlsym_raw(handle, name.as_ptr())
 }
 
+/// The function `name` of the library `handle` as a function pointer of type `F`; `None` when the
+/// library lacks it.
+///
+/// # Safety
+/// `F` must be a function pointer type with the C signature of that function.
+pub unsafe fn function<F: Copy>(handle: *mut c_void, name: &CStr) -> Option<F> {
+    let p = dlsym(handle, name);
+    if p.is_null() || std::mem::size_of::<F>() != std::mem::size_of::<*mut c_void>() {
+        return None;
+    }
+    // SAFETY: same size, and the caller vouches that `p` has type `F`.
+    Some(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&p) })
+}
+
 /// glibc's `dlsym` for a raw name pointer; null when it is not known yet.
 pub fn real_dlsym_raw(handle: *mut c_void, name: *const c_char) -> *mut c_void {
     let a = REAL_DLSYM.load(Ordering::Acquire);
