@@ -38,6 +38,19 @@ impl DriverFn {
         }
         (a != UNAVAILABLE).then_some(a)
     }
+
+    /// The export as a function pointer of type `F`.
+    ///
+    /// # Safety
+    /// `F` must be a function pointer type with the export's C signature.
+    pub unsafe fn function<F: Copy>(&self) -> Option<F> {
+        let a = self.get()?;
+        if std::mem::size_of::<F>() != std::mem::size_of::<usize>() {
+            return None;
+        }
+        // SAFETY: same size, and the caller vouches that the export has type `F`.
+        Some(unsafe { std::mem::transmute_copy::<usize, F>(&a) })
+    }
 }
 
 fn lookup(name: &CStr) -> Option<usize> {

@@ -126,17 +126,16 @@ struct Driver {
 }
 
 fn driver() -> Option<Driver> {
-    // SAFETY: each address is the driver export of that name (see `driver`), given its signature.
+    // SAFETY: each type is the C signature of the driver export of that name.
     unsafe {
-        use std::mem::transmute as t;
         Some(Driver {
-            create: t::<usize, CreateFn>(EVENT_CREATE.get()?),
-            record: t::<usize, RecordFn>(EVENT_RECORD.get()?),
-            record_ptsz: EVENT_RECORD_PTSZ.get().map(|a| t::<usize, RecordFn>(a)),
-            query: t::<usize, EventFn>(EVENT_QUERY.get()?),
-            elapsed: t::<usize, ElapsedFn>(EVENT_ELAPSED.get()?),
-            destroy: t::<usize, EventFn>(EVENT_DESTROY.get()?),
-            ctx_current: t::<usize, CtxFn>(CTX_GET_CURRENT.get()?),
+            create: EVENT_CREATE.function::<CreateFn>()?,
+            record: EVENT_RECORD.function::<RecordFn>()?,
+            record_ptsz: EVENT_RECORD_PTSZ.function::<RecordFn>(),
+            query: EVENT_QUERY.function::<EventFn>()?,
+            elapsed: EVENT_ELAPSED.function::<ElapsedFn>()?,
+            destroy: EVENT_DESTROY.function::<EventFn>()?,
+            ctx_current: CTX_GET_CURRENT.function::<CtxFn>()?,
         })
     }
 }

@@ -130,15 +130,16 @@ static CTX_GET_DEVICE: DriverFn = DriverFn::new(c"cuCtxGetDevice");
 
 /// The device of the calling thread's current context, -1 when there is none or it cannot be asked.
 fn current_device() -> i32 {
-    let Some(f) = CTX_GET_DEVICE.get() else {
+    type CtxGetDevice = unsafe extern "C" fn(*mut libc::c_int) -> i32;
+    // SAFETY: cuCtxGetDevice's C signature.
+    #[allow(unsafe_code)]
+    let Some(f) = (unsafe { CTX_GET_DEVICE.function::<CtxGetDevice>() }) else {
         return -1;
     };
     let mut dev: libc::c_int = -1;
-    // SAFETY: `f` is the driver's cuCtxGetDevice(CUdevice*) (see `driver`); `dev` is writable.
+    // SAFETY: `dev` is writable.
     #[allow(unsafe_code)]
-    let r = unsafe {
-        std::mem::transmute::<usize, unsafe extern "C" fn(*mut libc::c_int) -> i32>(f)(&mut dev)
-    };
+    let r = unsafe { f(&mut dev) };
     if r == 0 {
         dev
     } else {
