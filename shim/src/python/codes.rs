@@ -4,7 +4,9 @@
 //! A code object is named once per trace: the first thread to meet it reads its qualified name,
 //! file and first line and sends them to the writer, which keeps the strings in a string table.
 //! A slot remembers a fingerprint of the code object's name and file pointers and first line, so a
-//! code object freed and replaced by another at the same address gets a new id.
+//! code object freed and replaced by another at the same address gets a new id. Lines are keyed by
+//! the same fingerprint with the instruction, for the same reason: an instruction address (or code
+//! address and offset) of a freed code object comes back in its successor, with other lines.
 //! Never: allocate except to send a new code object's names, lock, or call into the interpreter.
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -31,7 +33,7 @@ fn mix(x: u64) -> u64 {
 }
 
 /// A code object's identity beyond its address.
-fn fingerprint(mem: &impl Memory, l: &Layout, code: usize) -> u32 {
+pub fn fingerprint(mem: &impl Memory, l: &Layout, code: usize) -> u32 {
     let name = mem.word(code + l.code_name).unwrap_or(0) as u64;
     let file = mem.word(code + l.code_filename).unwrap_or(0) as u64;
     let first = u64::from(mem.u32(code + l.code_firstlineno).unwrap_or(0));
@@ -40,7 +42,11 @@ fn fingerprint(mem: &impl Memory, l: &Layout, code: usize) -> u32 {
 
 /// The trace id of the code object at `code`, naming it first if it is new to this trace.
 pub fn id(mem: &impl Memory, l: &Layout, unicode_type: usize, code: usize) -> u32 {
-    let fp = fingerprint(mem, l, code);
+    id_with(mem, l, unicode_type, code, fingerprint(mem, l, code))
+}
+
+/// As [`id`], with the code object's [`fingerprint`] already read.
+pub fn id_with(mem: &impl Memory, l: &Layout, unicode_type: usize, code: usize, fp: u32) -> u32 {
     let key = code as u64;
     let mut i = (mix(key) as usize) & (CODE_SLOTS - 1);
     for _ in 0..PROBES {
@@ -122,10 +128,10 @@ pub fn read_str(
     Some(s.into_boxed_str())
 }
 
-/// The line for `key` (the frame's instruction pointer, or code and offset), computing it with
-/// `compute` on a miss.
-pub fn line(key: u64, compute: impl FnOnce() -> u32) -> u32 {
-    let key = key | 1 << 63;
+/// The line for `key` (the frame's instruction pointer, or code and offset) in the code object of
+/// fingerprint `fp`, computing it with `compute` on a miss.
+pub fn line(key: u64, fp: u32, compute: impl FnOnce() -> u32) -> u32 {
+    let key = mix(key ^ mix(u64::from(fp))) | 1 << 63;
     let i = (mix(key) as usize) & (LINE_SLOTS - 1);
     let check = (mix(key ^ 0x5bd1_e995) >> 32) << 32;
     if LINE_KEYS[i].load(Ordering::Acquire) == key {
@@ -207,20 +213,24 @@ mod tests {
     fn lines_are_cached_by_key() {
         let mut calls = 0;
         assert_eq!(
-            line(0x7000_1234, || {
+            line(0x7000_1234, 5, || {
                 calls += 1;
                 17
             }),
             17
         );
         assert_eq!(
-            line(0x7000_1234, || {
+            line(0x7000_1234, 5, || {
                 calls += 1;
                 99
             }),
             17
         );
         assert_eq!(calls, 1);
-        assert_eq!(line(0x7000_1236, || 18), 18);
+        assert_eq!(line(0x7000_1236, 5, || 18), 18);
+        // The same instruction address in another code object (a freed one's successor at the same
+        // address) is another key.
+        assert_eq!(line(0x7000_1234, 7, || 42), 42);
+        assert_eq!(line(0x7000_1234, 5, || 99), 17);
     }
 }

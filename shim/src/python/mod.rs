@@ -135,10 +135,11 @@ fn merge_python(frames: &mut [u64], len: usize, lend: bool) -> usize {
         let _ = walk(&Direct, l, rt.code_type, tstate, |step| {
             match step {
                 Step::Frame { frame, code } => {
-                    let Some(line) = frame_line(rt, frame, code) else {
+                    let fp = codes::fingerprint(&Direct, l, code);
+                    let Some(line) = frame_line(rt, frame, code, fp) else {
                         return true;
                     };
-                    let id = codes::id(&Direct, l, rt.unicode_type, code);
+                    let id = codes::id_with(&Direct, l, rt.unicode_type, code, fp);
                     py[n] = FrameRef::python(id, line);
                     n += 1;
                 }
@@ -181,9 +182,9 @@ fn merge_python(frames: &mut [u64], len: usize, lend: bool) -> usize {
     out
 }
 
-/// The line of a frame, cached by its instruction pointer; `None` for a frame CPython itself
-/// leaves out of tracebacks (3.13's `__init__` shim has no line).
-fn frame_line(rt: &Runtime, frame: usize, code: usize) -> Option<u32> {
+/// The line of a frame, cached by its instruction pointer and its code object's fingerprint `fp`;
+/// `None` for a frame CPython itself leaves out of tracebacks (3.13's `__init__` shim has no line).
+fn frame_line(rt: &Runtime, frame: usize, code: usize, fp: u32) -> Option<u32> {
     let key = match (rt.layout.frame_instr(), rt.layout.line) {
         (Some(instr), _) => Direct.word(frame + instr)? as u64,
         (None, layout::Line::Lasti { offset, .. }) => {
@@ -191,7 +192,7 @@ fn frame_line(rt: &Runtime, frame: usize, code: usize) -> Option<u32> {
         }
         (None, _) => return None,
     };
-    let line = codes::line(key, || rt.line(frame, code, &Direct));
+    let line = codes::line(key, fp, || rt.line(frame, code, &Direct));
     (line != u32::MAX).then_some(line)
 }
 
