@@ -1,4 +1,4 @@
-//! The process's performance counters (perf events): opened at start on the main thread with
+//! The process's performance counters (perf events): opened at start for the main thread with
 //! `inherit`, so threads created later count too, and read at exit. Software counters (page faults,
 //! context switches, CPU migrations) exist everywhere; hardware ones (cache references and misses,
 //! last-level cache loads and misses) often cannot be opened in virtual machines or under a strict
@@ -8,7 +8,7 @@
 //! own). Never: touched on the hot path. The list is behind a mutex used at start, by the sampler
 //! about once a second and at exit; a fork child does not read it (the counters are its parent's).
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use memshim_trace::Counter as Out;
@@ -43,16 +43,36 @@ fn events() -> Vec<(&'static str, Event)> {
     ]
 }
 
-/// Opens and starts every counter (failures are kept, to be reported).
+/// Opens and starts every counter for the calling thread and the threads it goes on to create
+/// (failures are kept, to be reported).
+///
+/// They are opened from a helper thread of the shim's, aimed at the caller: the perf-event crate
+/// keeps a thread-local whose destructor glibc registers in a block it allocates. Made on the
+/// program's thread, that block would be freed when the thread exits, a free of a block never seen
+/// allocated, which the thin sampling mode's counts cannot tell from the program's own.
 pub fn open() {
-    let opened = events()
-        .into_iter()
-        .map(|(name, event)| Opened {
-            name,
-            counter: start(event).map_err(|e| reason(&e)),
-        })
-        .collect();
-    let _ = COUNTERS.set(Mutex::new(opened));
+    static DONE: AtomicBool = AtomicBool::new(false);
+    let target = crate::sys::gettid() as libc::pid_t;
+    let spawned = crate::threads::spawn(c"memshim-perf", move || {
+        let opened = events()
+            .into_iter()
+            .map(|(name, event)| Opened {
+                name,
+                counter: start(event, target).map_err(|e| reason(&e)),
+            })
+            .collect();
+        let _ = COUNTERS.set(Mutex::new(opened));
+        DONE.store(true, Ordering::Release);
+    });
+    if spawned.is_err() {
+        return;
+    }
+    // A few hundred microseconds; no channel or condvar, which would leave thread-locals of their
+    // own on this thread.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while !DONE.load(Ordering::Acquire) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_micros(50));
+    }
     OPENER.store(crate::sys::getpid(), Ordering::Relaxed);
 }
 
@@ -67,9 +87,9 @@ pub fn sample() -> Option<Vec<Out>> {
     Some(values).filter(|v| !v.is_empty())
 }
 
-fn start(event: Event) -> std::io::Result<Counter> {
+fn start(event: Event, target: libc::pid_t) -> std::io::Result<Counter> {
     let build = |kernel: bool| {
-        let mut b = Builder::new().kind(event.clone());
+        let mut b = Builder::new().kind(event.clone()).observe_pid(target);
         b.inherit(true);
         // Page faults happen in the kernel: count them there when allowed to.
         b.exclude_kernel(!kernel);
