@@ -55,6 +55,8 @@ pub struct Replayed {
     pub symbols: HashMap<u64, Vec<SymFrame>>,
     /// The heap analysis.
     pub heap: Heap,
+    /// The shim's counts of every heap call, when only sampled allocations were recorded.
+    pub heap_totals: Option<crate::analysis::heap_totals::Counted>,
     /// The mapping analysis.
     pub mmap: Mappings,
     /// The CUDA memory analysis.
@@ -156,6 +158,8 @@ pub fn kind_name(r: &Record) -> &'static str {
         Record::CounterSample(_) => "counter_sample",
         Record::ThreadCpus(_) => "thread_cpus",
         Record::FreeBack(_) => "free_back",
+        Record::Usable(_) => "usable",
+        Record::HeapTotals(_) => "heap_totals",
     }
 }
 
@@ -228,6 +232,7 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
         modules: Vec::new(),
         symbols: HashMap::default(),
         heap: Heap::default(),
+        heap_totals: None,
         mmap: Mappings::default(),
         device: Device::default(),
         transfers: Transfers::default(),
@@ -486,6 +491,11 @@ fn apply(r: &mut Replayed, ev: Event) {
         Record::ThreadCpus(c) => r.threads.sample(ev.t, &c),
         // The reader turns these into frees before anyone sees them.
         Record::FreeBack(_) => {}
+        Record::Usable(u) => r.heap.usable(u.addr, u.usable),
+        Record::HeapTotals(h) => match r.heap_totals.as_mut() {
+            Some(c) => c.reading(ev.t, h),
+            None => r.heap_totals = Some(crate::analysis::heap_totals::Counted::new(ev.t, h)),
+        },
         Record::NumaCall(c) => {
             if r.numa_calls.len() < MAX_NUMA_CALLS {
                 r.numa_calls.push((ev.t, ev.tid, *c));

@@ -9,7 +9,8 @@
 //! | `MEMSHIM_CUDA` | record CUDA driver memory calls (`0` to turn off) | on |
 //! | `MEMSHIM_PYTHON` | add CPython frames to stacks (`0` to turn off) | on |
 //! | `MEMSHIM_SYMBOLIZE` | symbolize in-process at exit (`0` to leave it to the CLI) | on |
-//! | `MEMSHIM_SAMPLE_BYTES` | take one host stack per this many bytes on average (`0`: every one) | 0 |
+//! | `MEMSHIM_SAMPLE_BYTES` | sample one host allocation per this many bytes on average (`0`: every one) | 0 |
+//! | `MEMSHIM_SAMPLE_EVENTS` | with sampling: `sampled` records only sampled allocations and counts the rest; `all` records every allocation and free | sampled |
 //! | `MEMSHIM_PLACEMENT_BYTES` | sample the NUMA node of host blocks at least this big (`0`: never) | 1M |
 //! | `MEMSHIM_UNWIND` | `libunwind` (the default, when the system has it) or `gcc` | libunwind |
 //! | `MEMSHIM_COMPRESS` | zstd level for trace frames (`0` for none) | 3 |
@@ -42,6 +43,8 @@ pub struct Config {
     pub unwind: String,
     /// Mean bytes between sampled host stacks; 0 takes every stack.
     pub sample_bytes: u64,
+    /// With sampling, record only the sampled allocations as events (the others are counted).
+    pub sample_thin: bool,
     /// Host blocks at least this big have their pages' NUMA nodes sampled; 0 never.
     pub placement_bytes: u64,
     /// Asynchronous copies of at least this many bytes are timed on the GPU with events; 0 never.
@@ -129,6 +132,16 @@ impl Config {
                 0
             }),
         };
+        let sample_thin = match get("MEMSHIM_SAMPLE_EVENTS").as_deref() {
+            None | Some("") | Some("sampled") => true,
+            Some("all") => false,
+            Some(other) => {
+                warnings.push(format!(
+                    "MEMSHIM_SAMPLE_EVENTS={other} is not sampled or all; recording only sampled allocations"
+                ));
+                true
+            }
+        };
         let placement_bytes = match get("MEMSHIM_PLACEMENT_BYTES") {
             None => 1 << 20,
             Some(v) => parse_bytes(&v).unwrap_or_else(|| {
@@ -154,6 +167,7 @@ impl Config {
             output_dir: get("MEMSHIM_OUTPUT").unwrap_or_default(),
             unwind,
             sample_bytes,
+            sample_thin,
             placement_bytes,
             copy_event_bytes,
             cupti,
@@ -213,6 +227,15 @@ mod tests {
         let c = cfg(&[("MEMSHIM_SAMPLE_BYTES", "lots")]);
         assert_eq!(c.sample_bytes, 0);
         assert!(c.warnings[0].contains("MEMSHIM_SAMPLE_BYTES=lots"));
+    }
+
+    #[test]
+    fn sample_events_thin_unless_all() {
+        assert!(cfg(&[]).sample_thin);
+        assert!(!cfg(&[("MEMSHIM_SAMPLE_EVENTS", "all")]).sample_thin);
+        let c = cfg(&[("MEMSHIM_SAMPLE_EVENTS", "most")]);
+        assert!(c.sample_thin);
+        assert!(c.warnings[0].contains("MEMSHIM_SAMPLE_EVENTS=most"));
     }
 
     #[test]

@@ -79,6 +79,14 @@ pub fn enter() -> Option<Guard> {
     Some(Guard(key))
 }
 
+/// True when this thread is inside the shim or is one of its own threads: a cheaper question than
+/// [`enter`] for a caller that calls nothing that could come back into the shim.
+#[inline]
+pub fn inside() -> bool {
+    let key = IN_SHIM.load(Ordering::Acquire);
+    key != NO_KEY && get(key) != 0
+}
+
 /// Marks the calling thread as never traced (the writer and sampler threads).
 pub fn mark_thread_untraced() {
     let key = IN_SHIM.load(Ordering::Acquire);

@@ -31,6 +31,7 @@ mod counters;
 mod cuda;
 mod global_alloc;
 mod guard;
+mod heap_counts;
 mod heapstats;
 #[cfg(not(test))]
 mod hooks;

@@ -6,10 +6,10 @@
 //! symbolize, take a lock a traced thread may hold, or allocate through the traced allocator.
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use memshim_trace::{AllocFn, MapFn};
+use memshim_trace::{AllocFn, MapFn, Record};
 
 use crate::msg::Msg;
-use crate::{clock, guard, session, stacks, sys};
+use crate::{clock, guard, real, sampling, session, stacks, sys};
 
 /// Runs `f` inside the guard with errno preserved and panics contained.
 #[inline(always)]
@@ -82,46 +82,86 @@ fn captured_hash(lend_python: bool, room: Option<usize>) -> u64 {
 /// A heap block was allocated.
 #[inline]
 pub fn on_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize) {
-    if addr.is_null() {
+    if addr.is_null() || !session::heap_enabled() {
         return;
     }
+    if sampling::thin() {
+        return thin_alloc(func, addr, size);
+    }
     record(session::heap_active, || {
-        let t = clock::monotonic_ns();
-        let stack = if crate::sampling::take(size as u64) {
-            stack_hash()
-        } else {
-            UNSAMPLED_HASH
-        };
-        session::send(Msg::Alloc {
-            t,
-            tid: guard::tid(),
-            func,
-            addr: addr as u64,
-            size: size as u64,
-            stack,
-        });
-        if session::config()
-            .is_some_and(|c| c.placement_bytes > 0 && size as u64 >= c.placement_bytes)
-        {
-            // SAFETY: sched_getcpu has no preconditions (a vDSO call).
-            #[allow(unsafe_code)]
-            let cpu = unsafe { libc::sched_getcpu() };
-            if cpu >= 0 {
-                session::send(Msg::Record(memshim_trace::Record::AllocCpu(
-                    memshim_trace::AllocCpu {
-                        addr: addr as u64,
-                        cpu: cpu as u32,
-                    },
-                )));
-            }
-        }
+        let stack = sampling::take(size as u64).then(stack_hash);
+        send_alloc(func, addr, size, stack.unwrap_or(UNSAMPLED_HASH));
     });
+}
+
+/// The thin sampling mode's allocation: counted; recorded only when sampled.
+#[inline(always)]
+fn thin_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize) {
+    if !session::heap_counting() {
+        return;
+    }
+    let usable = real::usable_size(addr) as u64;
+    if usable == 0 {
+        return;
+    }
+    crate::heap_counts::alloc(size as u64, usable);
+    if sampling::block_sampled(addr as u64, usable) {
+        record(session::heap_active, || {
+            send_alloc(func, addr, size, stack_hash());
+            session::send(Msg::Record(Record::Usable(memshim_trace::Usable {
+                addr: addr as u64,
+                usable,
+            })));
+        });
+    }
+}
+
+/// The thin sampling mode's free, or the undoing of one: counts the block at `addr` with `count`
+/// (given its usable size); true when it is a sampled block, whose event must be recorded.
+#[inline(always)]
+fn thin_counted(addr: *mut libc::c_void, count: fn(u64)) -> bool {
+    if !session::heap_counting() {
+        return false;
+    }
+    let usable = real::usable_size(addr) as u64;
+    if usable == 0 {
+        return false;
+    }
+    count(usable);
+    sampling::block_sampled(addr as u64, usable)
+}
+
+/// Sends an allocation's event, and with it the CPU it ran on when the block is large.
+fn send_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize, stack: u64) {
+    session::send(Msg::Alloc {
+        t: clock::monotonic_ns(),
+        tid: guard::tid(),
+        func,
+        addr: addr as u64,
+        size: size as u64,
+        stack,
+    });
+    if session::config().is_some_and(|c| c.placement_bytes > 0 && size as u64 >= c.placement_bytes)
+    {
+        // SAFETY: sched_getcpu has no preconditions (a vDSO call).
+        #[allow(unsafe_code)]
+        let cpu = unsafe { libc::sched_getcpu() };
+        if cpu >= 0 {
+            session::send(Msg::Record(Record::AllocCpu(memshim_trace::AllocCpu {
+                addr: addr as u64,
+                cpu: cpu as u32,
+            })));
+        }
+    }
 }
 
 /// A heap block is about to be freed.
 #[inline]
 pub fn on_free(addr: *mut libc::c_void, realloc: bool) {
-    if addr.is_null() {
+    if addr.is_null() || !session::heap_enabled() {
+        return;
+    }
+    if sampling::thin() && !thin_counted(addr, crate::heap_counts::free) {
         return;
     }
     record(session::heap_active, || {
@@ -130,18 +170,21 @@ pub fn on_free(addr: *mut libc::c_void, realloc: bool) {
             tid: guard::tid(),
             addr: addr as u64,
             realloc,
-        });
+        })
     });
 }
 
 /// A realloc failed: the block whose free was already sent is still live.
 pub fn on_realloc_failed(addr: *mut libc::c_void) {
+    if sampling::thin() && !thin_counted(addr, crate::heap_counts::unfree) {
+        return;
+    }
     record(session::heap_active, || {
         session::send(Msg::ReallocFailed {
             t: clock::monotonic_ns(),
             tid: guard::tid(),
             addr: addr as u64,
-        });
+        })
     });
 }
 

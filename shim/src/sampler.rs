@@ -64,6 +64,15 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
                 {
                     return;
                 }
+                if crate::sampling::thin()
+                    && tx
+                        .send(Msg::Record(
+                            Record::HeapTotals(crate::heap_counts::totals()),
+                        ))
+                        .is_err()
+                {
+                    return;
+                }
             }
             if counters.due() {
                 let start = std::time::Instant::now();

@@ -60,7 +60,7 @@ pub fn init() {
         stacks::set_self_range(lo as usize, hi as usize);
     }
     crate::unwind::init(&cfg.unwind);
-    crate::sampling::init(cfg.sample_bytes);
+    crate::sampling::init(cfg.sample_bytes, cfg.sample_thin);
     if let Some(table) = crate::seen_table::allocate() {
         let _ = SEEN.set(table);
     }
@@ -73,10 +73,29 @@ pub fn init() {
     begin();
 }
 
+/// Whether heap calls are to be recorded at all (`MEMSHIM_HEAP`): a load, asked before anything else.
+#[inline(always)]
+pub fn heap_enabled() -> bool {
+    HEAP_ON.load(Ordering::Relaxed)
+}
+
 /// Whether heap events are being recorded now; starts a pending trace on first use.
 #[inline]
 pub fn heap_active() -> bool {
     HEAP_ON.load(Ordering::Relaxed) && active()
+}
+
+/// Whether heap calls are being counted now in the thin sampling mode. Calls nothing that could
+/// allocate except to start a pending trace, which it does inside the guard.
+#[inline]
+pub fn heap_counting() -> bool {
+    if !HEAP_ON.load(Ordering::Relaxed) || crate::guard::inside() {
+        return false;
+    }
+    match STATE.load(Ordering::Acquire) {
+        RUNNING => true,
+        _ => crate::guard::enter().is_some_and(|_g| heap_active()),
+    }
 }
 
 /// Whether mapping events are being recorded now.
@@ -193,6 +212,8 @@ fn open_trace() -> Result<(), String> {
     if let Some(p) = python.or_else(crate::python::described) {
         send(Msg::Record(memshim_trace::Record::Python(p)));
     }
+    // The baseline: what was counted before this trace began (a fork child's inheritance).
+    send_heap_totals();
     OWNER_PID.store(pid, Ordering::Release);
     Ok(())
 }
@@ -254,6 +275,7 @@ pub fn finish(reason: EndReason) -> bool {
     send(Msg::Modules(modules::scan(&exe_path())));
     // CUPTI's partly filled buffers, while the channel still takes them (a no-op without CUPTI).
     crate::cuda::cupti::flush(true);
+    send_heap_totals();
     if !FORKED.load(Ordering::Relaxed) {
         send(Msg::Record(memshim_trace::Record::Counters(
             crate::counters::read(),
@@ -266,6 +288,15 @@ pub fn finish(reason: EndReason) -> bool {
     });
     let _ = ack_rx.recv_timeout(EXIT_WAIT);
     true
+}
+
+/// In the thin sampling mode, sends the running totals of every allocation and free.
+pub fn send_heap_totals() {
+    if crate::sampling::thin() {
+        send(Msg::Record(memshim_trace::Record::HeapTotals(
+            crate::heap_counts::totals(),
+        )));
+    }
 }
 
 /// Sends the current module map (the writer records what changed), when this process is traced.
@@ -300,6 +331,7 @@ pub fn after_failed_exec(closed: bool) {
 /// Runs in the child after fork: the parent's channel and threads are not ours; start afresh lazily.
 extern "C" fn after_fork_in_child() {
     crate::guard::reset_tid();
+    crate::heap_counts::after_fork_in_child();
     if matches!(STATE.load(Ordering::Relaxed), RUNNING | PENDING | STARTING) {
         SENDER.store(std::ptr::null_mut(), Ordering::Relaxed);
         OWNER_PID.store(0, Ordering::Relaxed);

@@ -271,23 +271,102 @@ fn growing_leak_is_growth_and_one_time_leak_is_not() {
     );
 }
 
+/// Runs `prog` under memshim with MEMSHIM_SAMPLE_BYTES=4096 and `events` as MEMSHIM_SAMPLE_EVENTS
+/// (the default when `None`); returns the program's stdout, the report and the trace's alloc events.
+fn sampled_run(
+    name: &str,
+    prog: &std::path::Path,
+    events: Option<&str>,
+) -> (String, serde_json::Value, u64) {
+    let dir = TestDir::new(name);
+    let mut cmd = memshim_cmd();
+    cmd.args(["run", "--quiet", "-o"])
+        .arg(dir.traces())
+        .arg("--")
+        .arg(prog)
+        .env("MEMSHIM_SAMPLE_BYTES", "4096");
+    if let Some(e) = events {
+        cmd.env("MEMSHIM_SAMPLE_EVENTS", e);
+    }
+    let out = run_ok(&mut cmd);
+    let info = run_ok(
+        memshim_cmd()
+            .arg("info")
+            .arg(&trace_files(&dir.traces())[0]),
+    );
+    let allocs = String::from_utf8_lossy(&info.stdout)
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("alloc ")
+                .map(|n| n.trim().parse::<u64>())
+        })
+        .expect("an alloc count")
+        .expect("a number");
+    let report = report_json(&dir.traces());
+    let p = process_by_exe(&report, "many_leaks").clone();
+    (String::from_utf8_lossy(&out.stdout).into_owned(), p, allocs)
+}
+
+/// Thin sampling, the production mode: only sampled allocations are events, every call is counted,
+/// so the totals and the leak totals stay exact (live bytes as the allocator's usable sizes) while
+/// the trace holds about one allocation in 450.
+#[test]
+fn thin_sampling_counts_every_call_and_records_only_the_sampled() {
+    let dir = TestDir::new("thin_sampling_counts_every_call");
+    let prog = dir.compile("many_leaks.c");
+    let (_, full) = traced(&dir, &prog, &NO_ARGS);
+    let full = process_by_exe(&full, "many_leaks").clone();
+    let (stdout, p, alloc_events) =
+        sampled_run("thin_sampling_counts_every_call_sampled", &prog, None);
+    let usable: u64 = stdout
+        .trim()
+        .rsplit(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("the program prints its leaked usable bytes");
+    assert_eq!(p["heap"]["totals_from"], "counts");
+    assert_eq!(full["heap"]["totals_from"], "events");
+    for key in ["allocations", "frees", "allocated_bytes", "live_count"] {
+        assert_eq!(p["heap"][key], full["heap"][key], "heap.{key}");
+    }
+    assert_eq!(full["heap"]["allocations"], 220_005);
+    assert_eq!(p["heap"]["live_bytes"], usable);
+    assert_eq!(p["leaks"]["host"]["bytes"], usable);
+    assert_eq!(p["leaks"]["host"]["count"], 20_005);
+    assert!(p["heap"]["peak_bytes"].as_u64().expect("peak") >= usable);
+    // 20000 x 100 B, 200000 x 64 B and 5 x 1 MiB at one per 4 KiB: about 500 + 3000 + 5.
+    assert!(alloc_events < 8_000, "{alloc_events} allocation events");
+    let estimate = |func: &str| {
+        let e = &site_with(&p, "host", func)["estimated"];
+        (
+            e["bytes"].as_u64().expect("bytes"),
+            e["count"].as_u64().expect("count"),
+        )
+    };
+    assert_eq!(estimate("leak_big").1, 5);
+    assert!(estimate("leak_big").0.abs_diff(5 << 20) < 1024);
+    let (many_bytes, _) = estimate("leak_many");
+    assert!(many_bytes.abs_diff(2_000_000) < 400_000, "{many_bytes}");
+    assert!(user_sites(&p, "host", &["churn_small"]).is_empty());
+}
+
+/// With MEMSHIM_SAMPLE_EVENTS=all every call is an event and only stacks are sampled: every total
+/// is exact in requested bytes, peak included.
 #[test]
 fn sampling_keeps_totals_exact_and_estimates_sites() {
     let dir = TestDir::new("sampling_keeps_totals_exact_and_estimates_sites");
     let prog = dir.compile("many_leaks.c");
     let (_, full) = traced(&dir, &prog, &NO_ARGS);
     let full = process_by_exe(&full, "many_leaks").clone();
-    let sampled_dir = TestDir::new("sampling_keeps_totals_exact_and_estimates_sites_sampled");
-    run_ok(
-        memshim_cmd()
-            .args(["run", "--quiet", "-o"])
-            .arg(sampled_dir.traces())
-            .arg("--")
-            .arg(&prog)
-            .env("MEMSHIM_SAMPLE_BYTES", "4096"),
+    let (_, p, alloc_events) = sampled_run(
+        "sampling_keeps_totals_exact_and_estimates_sites_sampled",
+        &prog,
+        Some("all"),
     );
-    let report = report_json(&sampled_dir.traces());
-    let p = process_by_exe(&report, "many_leaks");
+    let p = &p;
+    assert_eq!(alloc_events, 220_005);
+    assert_eq!(p["heap"]["totals_from"], "events");
     assert_eq!(p["sampling_bytes"], 4096);
     assert!(full["sampling_bytes"].is_null());
     for key in [

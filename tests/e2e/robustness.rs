@@ -203,7 +203,7 @@ fn a_full_disk_stops_tracing_but_not_the_program() {
     let out = cmd.output().expect("memshim runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "many_leaks: done\n");
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("many_leaks: done"));
     assert!(
         stderr.contains("cannot write the trace file")
             && stderr.contains("tracing stopped, the program continues"),

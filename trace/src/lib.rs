@@ -30,10 +30,10 @@ pub use reader::TraceReader;
 pub use record::{
     Alloc, AllocCpu, AllocFn, CopyApi, CopyTime, Counter, CudaApi, CudaFailure, CuptiState,
     DeviceAlloc, DeviceFree, DeviceMemory, End, EndReason, Event, FrameRef, Free, GpuInfo,
-    GpuSample, HeapStats, ManagedHint, Map, MapFn, MemInfo, Module, ModuleUnload, Note, NumaCall,
-    NumaFn, NumaNode, Placement, PyCode, PyString, PythonRuntime, RankInfo, ReallocFailed, Record,
-    Segment, StackDef, SymFrame, Symbol, ThreadCpu, TimedCopy, Transfer, UmCounter, Unmap,
-    PYTHON_FRAME, UNSAMPLED,
+    GpuSample, HeapStats, HeapTotals, ManagedHint, Map, MapFn, MemInfo, Module, ModuleUnload, Note,
+    NumaCall, NumaFn, NumaNode, Placement, PyCode, PyString, PythonRuntime, RankInfo,
+    ReallocFailed, Record, Segment, StackDef, SymFrame, Symbol, ThreadCpu, TimedCopy, Transfer,
+    UmCounter, Unmap, Usable, PYTHON_FRAME, UNSAMPLED,
 };
 pub use serials::FreeBack;
 pub use writer::TraceWriter;

@@ -190,7 +190,7 @@ fn newer_version_names_both_versions() {
     let err = read_all(&bytes).err().unwrap();
     let msg = err.to_string();
     assert!(
-        msg.contains("version 7") && msg.contains("versions 1 to 5"),
+        msg.contains("version 7") && msg.contains("versions 1 to 6"),
         "{msg}"
     );
 }

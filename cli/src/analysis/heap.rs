@@ -171,6 +171,22 @@ impl Heap {
         }
     }
 
+    /// The usable size of the sampled block at `addr` (thin sampling), which its chance of being
+    /// sampled depended on: its weight is made again from it.
+    pub fn usable(&mut self, addr: u64, usable: u64) {
+        let Some(&block) = self.live.get(&addr) else {
+            return;
+        };
+        let weight = self.weight(usable, block.stack);
+        if let Some(site) = self.sites.get_mut(&block.stack) {
+            site.est_live_bytes += (weight - block.weight) * block.size as f64;
+            site.est_live_count += weight - block.weight;
+        }
+        if let Some(b) = self.live.get_mut(&addr) {
+            b.weight = weight;
+        }
+    }
+
     /// The inverse of the chance that an allocation of `size` bytes was sampled.
     fn weight(&self, size: u64, stack: u32) -> f64 {
         if self.sample_bytes == 0 || stack == memshim_trace::UNSAMPLED {

@@ -6,6 +6,7 @@ pub mod fragmentation;
 pub mod gpus;
 pub mod growth;
 pub mod heap;
+pub mod heap_totals;
 pub mod holes;
 pub mod mmap;
 pub mod numa;

@@ -27,7 +27,7 @@ fn py(function: &str, line: u32, main_thread: bool) -> FrameOut {
     }
 }
 
-fn site(bytes: u64, count: u64, frames: Vec<FrameOut>) -> Site {
+pub(crate) fn site(bytes: u64, count: u64, frames: Vec<FrameOut>) -> Site {
     Site {
         owner: "program",
         bytes,
@@ -48,8 +48,9 @@ fn class(sites: Vec<Site>) -> LeakClass {
     }
 }
 
-fn heap(peak: u64) -> HeapSummary {
+pub(crate) fn heap(peak: u64) -> HeapSummary {
     HeapSummary {
+        totals_from: crate::report::counted::FROM_EVENTS,
         allocations: 1200,
         frees: 1100,
         allocated_bytes: 3 << 20,

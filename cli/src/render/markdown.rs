@@ -208,6 +208,9 @@ impl Markdown {
             human_bytes(h.peak_bytes),
             h.peak_time_s
         )?;
+        if let Some(n) = crate::report::counted::note(h) {
+            writeln!(out, "{n}\n")?;
+        }
         self.leaks("Leaked heap", &p.leaks.host, out)?;
         self.leaks("Anonymous mappings still mapped", &p.leaks.mmap, out)?;
         if p.device.seen {

@@ -159,7 +159,7 @@ pub fn one_line(s: &str) -> String {
 }
 
 #[cfg(test)]
-mod fixture;
+pub(crate) mod fixture;
 
 /// The fixture report of the renderers' tests, for other modules' tests.
 #[cfg(test)]

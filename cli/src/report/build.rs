@@ -30,12 +30,37 @@ pub fn report(mut traces: Vec<Replayed>) -> Report {
 fn process(t: &Replayed) -> Process {
     let mut sym = Symbolizer::default();
     let ns_to_s = |ns: u64| ns.saturating_sub(t.header.clock_start_ns) as f64 / 1e9;
-    let host = leak_class(t, &mut sym, t.heap.sites());
+    let mut host = leak_class(t, &mut sym, t.heap.sites());
     let mmap = leak_class(t, &mut sym, t.mmap.sites());
     let [device, managed, pinned, registered] = super::device::leaks(t, &mut sym);
     let device_section = super::device::section(t, &mut sym, &device);
     let growth = super::growth::section(t, &mut sym);
     let transfers = super::transfers::section(t, &mut sym);
+    let mut heap = HeapSummary {
+        totals_from: super::counted::FROM_EVENTS,
+        allocations: t.heap.allocations,
+        frees: t.heap.frees,
+        allocated_bytes: t.heap.allocated_bytes,
+        peak_bytes: t.heap.peak_bytes,
+        peak_time_s: if t.heap.peak_bytes > 0 {
+            ns_to_s(t.heap.peak_t)
+        } else {
+            0.0
+        },
+        live_bytes: t.heap.live_bytes,
+        live_count: t.heap.live_count(),
+        temporary_allocations: t.heap.temporary,
+        peak_sites: {
+            let mut sites = leak_class(t, &mut sym, &t.heap.peak_sites()).sites;
+            sites.truncate(PEAK_SITES);
+            // What a sampled site stood for at the peak is not kept: the figures are its own.
+            sites.iter_mut().for_each(|s| s.estimated = None);
+            sites
+        },
+    };
+    if let Some(c) = &t.heap_totals {
+        super::counted::apply(c, ns_to_s, &mut heap, &mut host);
+    }
     let mut notes = t.notes.clone();
     if let Some(c) = &t.corrupt {
         notes.push(format!("reading stopped early: {c}"));
@@ -69,27 +94,7 @@ fn process(t: &Replayed) -> Process {
             reason: (!p.frames).then(|| p.reason.clone()),
         }),
         notes,
-        heap: HeapSummary {
-            allocations: t.heap.allocations,
-            frees: t.heap.frees,
-            allocated_bytes: t.heap.allocated_bytes,
-            peak_bytes: t.heap.peak_bytes,
-            peak_time_s: if t.heap.peak_bytes > 0 {
-                ns_to_s(t.heap.peak_t)
-            } else {
-                0.0
-            },
-            live_bytes: t.heap.live_bytes,
-            live_count: t.heap.live_count(),
-            temporary_allocations: t.heap.temporary,
-            peak_sites: {
-                let mut sites = leak_class(t, &mut sym, &t.heap.peak_sites()).sites;
-                sites.truncate(PEAK_SITES);
-                // What a sampled site stood for at the peak is not kept: the figures are its own.
-                sites.iter_mut().for_each(|s| s.estimated = None);
-                sites
-            },
-        },
+        heap,
         leaks: Leaks {
             host,
             mmap,
@@ -102,7 +107,10 @@ fn process(t: &Replayed) -> Process {
         device: device_section,
         transfers,
         timeline: Timeline {
-            host_live: series(&t.heap.series, t.header.clock_start_ns),
+            host_live: series(
+                t.heap_totals.as_ref().map_or(&t.heap.series, |c| &c.series),
+                t.header.clock_start_ns,
+            ),
             device_live: series(&t.device.series, t.header.clock_start_ns),
             transfers: {
                 let mut series = super::transfers::bandwidth(t);

@@ -9,6 +9,8 @@ pub fn fragmentation(t: &Replayed) -> FragmentationSection {
     let f = &t.fragmentation;
     let (held, ratio) = f.worst_held();
     let when = f.worst.as_ref().map_or(0, |(t, _)| *t);
+    // With thin sampling the holes would be those of the sampled blocks alone: not shown.
+    let counted = t.heap_totals.is_some();
     let size_classes: Vec<SizeClassOut> = f
         .holes
         .classes
@@ -20,6 +22,7 @@ pub fn fragmentation(t: &Replayed) -> FragmentationSection {
             holes: c.holes,
             common_size: c.common_size,
         })
+        .filter(|_| !counted)
         .collect();
     let mut findings = Vec::new();
     if held >= 1 << 20 && ratio >= 0.15 {

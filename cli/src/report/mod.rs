@@ -1,6 +1,7 @@
 //! The one report model every renderer draws from; its JSON form is the `memshim.report/1` contract
 //! (see `docs/report-schema.md`). Fields are only ever added.
 pub mod build;
+pub mod counted;
 pub mod counters;
 pub mod device;
 pub mod diff;

@@ -88,6 +88,70 @@ pub fn free(p: *mut c_void) {
     })
 }
 
+/// The usable size of the live block `p` of the next allocator (`malloc_usable_size`); 0 for a
+/// bootstrap block (never recorded).
+#[inline]
+pub fn usable_size(p: *mut c_void) -> usize {
+    if bootstrap::owns(p) {
+        return 0;
+    }
+    if glibc_heap() {
+        // SAFETY: the next allocator is glibc's, and `p` is one of its live blocks (just returned
+        // by it, or about to be handed back to it, which reads the same word).
+        return unsafe { glibc_usable(p) };
+    }
+    call!(MALLOC_USABLE_SIZE, fn(*mut c_void) -> usize, (p), {
+        // SAFETY: `p` is a live block of glibc's allocator (no other was found).
+        unsafe { libc::malloc_usable_size(p) }
+    })
+}
+
+/// glibc's usable size read from the chunk header, as its `malloc_usable_size` computes it for a
+/// block in use, without also reading the next chunk's header to check that it is in use (a cache
+/// miss that cost as much as the rest of the thin sampling mode's counting).
+///
+/// # Safety
+/// `p` must be a live block of glibc's allocator: the word before it is its chunk's size, whose low
+/// three bits are flags (bit 1: mapped on its own).
+#[inline(always)]
+unsafe fn glibc_usable(p: *mut c_void) -> usize {
+    const IS_MMAPPED: usize = 2;
+    const HEADER: usize = 2 * std::mem::size_of::<usize>();
+    // SAFETY: per the contract, the chunk header precedes `p`.
+    let word = unsafe { *(p as *const usize).sub(1) };
+    let size = word & !7;
+    if word & IS_MMAPPED != 0 {
+        size.saturating_sub(HEADER)
+    } else {
+        size.saturating_sub(HEADER / 2)
+    }
+}
+
+/// Whether the next allocator is glibc's own (its `malloc`, `free` and `malloc_usable_size`), as
+/// when no other allocator is preloaded; decided once symbols are resolved.
+#[inline(always)]
+fn glibc_heap() -> bool {
+    const UNKNOWN: u8 = 0;
+    const YES: u8 = 1;
+    const NO: u8 = 2;
+    static GLIBC: AtomicU8 = AtomicU8::new(UNKNOWN);
+    match GLIBC.load(Ordering::Relaxed) {
+        YES => true,
+        NO => false,
+        _ => {
+            let (Some(m), Some(f), Some(u)) = (MALLOC.get(), FREE.get(), MALLOC_USABLE_SIZE.get())
+            else {
+                return false;
+            };
+            let ours = m == __libc_malloc as *const () as usize
+                && f == __libc_free as *const () as usize
+                && u == libc::malloc_usable_size as *const () as usize;
+            GLIBC.store(if ours { YES } else { NO }, Ordering::Relaxed);
+            ours
+        }
+    }
+}
+
 /// The next `posix_memalign`.
 #[inline]
 pub fn posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> c_int {

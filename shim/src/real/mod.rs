@@ -77,6 +77,7 @@ symbols! {
     MEMALIGN = c"memalign";
     VALLOC = c"valloc";
     PVALLOC = c"pvalloc";
+    MALLOC_USABLE_SIZE = c"malloc_usable_size";
     MMAP = c"mmap";
     MUNMAP = c"munmap";
     MREMAP = c"mremap";

@@ -90,3 +90,45 @@ pub struct Unmap {
     /// Length in bytes.
     pub len: u64,
 }
+
+/// The usable size of a sampled block (`malloc_usable_size`), sent right after its [`Alloc`] when
+/// only sampled allocations are recorded: the chance it was sampled depends on this size.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usable {
+    /// The block's address.
+    pub addr: u64,
+    /// Its usable size in bytes.
+    pub usable: u64,
+}
+
+/// Every host allocation and free the shim saw so far, counted in the process (running totals) when
+/// only sampled allocations are recorded as events.
+///
+/// Live bytes are counted as the allocator counts them (`malloc_usable_size`), since a free does not
+/// say how much was asked for. The counts go on across a fork: a fork child's first totals hold what
+/// it inherited.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeapTotals {
+    /// Allocations (a realloc counts as a free and an allocation).
+    pub allocations: u64,
+    /// Frees.
+    pub frees: u64,
+    /// Bytes asked for by all allocations.
+    pub allocated_bytes: u64,
+    /// Usable bytes of all allocations.
+    pub allocated_usable: u64,
+    /// Usable bytes of all frees.
+    pub freed_usable: u64,
+}
+
+impl HeapTotals {
+    /// Blocks live now.
+    pub fn live_count(&self) -> u64 {
+        self.allocations.saturating_sub(self.frees)
+    }
+
+    /// Usable bytes live now.
+    pub fn live_usable(&self) -> u64 {
+        self.allocated_usable.saturating_sub(self.freed_usable)
+    }
+}

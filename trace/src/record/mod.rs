@@ -83,8 +83,9 @@ pub enum Record {
     AllocCpu(AllocCpu),
     /// Where the pages of a large block are: sampled after the block was first touched.
     Placement(Box<Placement>),
-    /// Host allocations are sampled: on average one stack per this many bytes allocated. Every
-    /// allocation and free is still recorded; unsampled ones carry the stack id [`UNSAMPLED`].
+    /// Host allocations are sampled: on average one stack per this many bytes allocated. Unless the
+    /// trace holds [`Record::HeapTotals`], every allocation and free is still recorded and unsampled
+    /// ones carry the stack id [`UNSAMPLED`].
     Sampling(u64),
     /// An entry of the string table (Python function and file names), defined once. Since version 3.
     PyString(PyString),
@@ -116,6 +117,12 @@ pub enum Record {
     /// A free stored by its allocation's distance (see `serials`); readers hand out the `Free` it
     /// stands for, never this. Since version 5.
     FreeBack(crate::serials::FreeBack),
+    /// The usable size of the sampled allocation just recorded at the same address. Since version 6.
+    Usable(Usable),
+    /// The process's running totals of host allocations and frees: present only when just the sampled
+    /// allocations (and their frees) are recorded as events; the first one is the baseline at the
+    /// start of the trace. Since version 6.
+    HeapTotals(HeapTotals),
 }
 
 impl Record {

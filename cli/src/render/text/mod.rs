@@ -124,6 +124,9 @@ impl Text {
             human_bytes(h.peak_bytes),
             h.peak_time_s
         )?;
+        if let Some(n) = crate::report::counted::note(h) {
+            writeln!(out, "   {n}")?;
+        }
         self.leaks("leaked heap", "blocks", &p.leaks.host, out)?;
         self.leaks(
             "anonymous mappings still mapped",

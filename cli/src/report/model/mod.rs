@@ -147,6 +147,10 @@ pub struct GrowthSite {
 /// Heap totals over the run.
 #[derive(Serialize, Debug)]
 pub struct HeapSummary {
+    /// "events": every allocation and free was recorded; "counts": only sampled allocations were
+    /// (thin sampling), and these totals are the shim's counts, with live and peak bytes as usable
+    /// sizes, the peak from readings about every 100 ms, and temporary allocations not known (0).
+    pub totals_from: &'static str,
     pub allocations: u64,
     pub frees: u64,
     pub allocated_bytes: u64,
