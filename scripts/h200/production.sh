@@ -27,6 +27,8 @@ mode_env() {
     full) echo ;;
     esac
 }
+# Preloaded directly, without symbolizing at exit: the step times are what is compared, and
+# memshim run's symbolization of PyTorch's libraries would take most of the device time.
 run_mode() { # mode cmd...
     local mode=$1
     shift
@@ -34,7 +36,8 @@ run_mode() { # mode cmd...
         "$@"
     else
         rm -rf "$w/t"
-        env $(mode_env "$mode") "$M" run -q -o "$w/t" -- "$@"
+        env $(mode_env "$mode") MEMSHIM_SYMBOLIZE=0 MEMSHIM_QUIET=1 MEMSHIM_OUTPUT="$w/t" \
+            LD_PRELOAD="$MEMSHIM_LIB" "$@"
     fi
 }
 for r in $(seq "$ROUNDS"); do
@@ -51,10 +54,11 @@ for r in $(seq "$ROUNDS"); do
         elif [ "$mode" = idle ]; then
             LD_PRELOAD="$w/idle_thread.so" /usr/bin/time -f "%e %U %S" -o "$w/time" "$w/malloc_heavy" >/dev/null
         elif [ "$mode" = disabled ]; then
-            MEMSHIM_DISABLE=1 /usr/bin/time -f "%e %U %S" -o "$w/time" "$M" run -q -o "$w/t" -- "$w/malloc_heavy" >/dev/null
+            MEMSHIM_DISABLE=1 LD_PRELOAD="$MEMSHIM_LIB" /usr/bin/time -f "%e %U %S" -o "$w/time" "$w/malloc_heavy" >/dev/null
         else
             rm -rf "$w/t"
-            env $(mode_env "$mode") /usr/bin/time -f "%e %U %S" -o "$w/time" "$M" run -q -o "$w/t" -- "$w/malloc_heavy" >/dev/null
+            env $(mode_env "$mode") MEMSHIM_SYMBOLIZE=0 MEMSHIM_QUIET=1 MEMSHIM_OUTPUT="$w/t" LD_PRELOAD="$MEMSHIM_LIB" \
+                /usr/bin/time -f "%e %U %S" -o "$w/time" "$w/malloc_heavy" >/dev/null
         fi
         read -r wall user sys <"$w/time"
         echo "malloc_heavy $mode $wall $(awk -v u="$user" -v s="$sys" 'BEGIN {print u + s}')" | tee -a "$raw"
