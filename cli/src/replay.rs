@@ -260,7 +260,11 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
             match batch {
                 Batch::Events(events) => {
                     let start = r.header.clock_start_ns;
-                    for ev in events {
+                    let mut events = events.into_iter();
+                    while let Some(ev) = events.next() {
+                        if let Some(ahead) = events.as_slice().get(PREFETCH_AHEAD) {
+                            prefetch(&r, ahead);
+                        }
                         let outside = window.is_set()
                             && ev.tid != 0
                             && !window.contains(ev.t, start)
@@ -372,6 +376,20 @@ fn define_code(r: &mut Replayed, c: PyCode) {
         }
         _ if r.py_pending.len() < 1 << 20 => r.py_pending.push(c),
         _ => {}
+    }
+}
+
+/// How many events ahead of the one applied the replay fetches what a later one will touch.
+const PREFETCH_AHEAD: usize = 8;
+
+/// Starts fetching the entries of the large address maps that applying `ev` will touch, so that
+/// by the time it is applied they are in the cache (see `analysis::addr_map`).
+fn prefetch(r: &Replayed, ev: &Event) {
+    if let Record::Alloc(memshim_trace::Alloc { addr, .. })
+    | Record::Free(memshim_trace::Free { addr, .. }) = &ev.record
+    {
+        r.heap.prefetch(*addr);
+        r.fragmentation.holes.prefetch(*addr);
     }
 }
 

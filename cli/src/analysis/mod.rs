@@ -1,5 +1,6 @@
 //! Analyses: each consumes the event stream once with state bounded by the live set and the number
 //! of distinct stacks, and yields plain numbers for the report. No rendering here.
+pub mod addr_map;
 pub mod counters;
 pub mod device;
 pub mod fragmentation;
