@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use std::sync::mpsc::SyncSender;
+use std::sync::mpsc::{Receiver, SyncSender};
 
 use anyhow::{bail, Context, Result};
 use memshim_trace::{
@@ -252,15 +252,18 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
     };
     // Decoding (decompression, bincode) runs on its own thread, one frame's events at a time, while
     // this one analyses: the two halves of a replay take about as long as each other.
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(16);
+    // Emptied batches go back to be filled again: writing events into a fresh allocation each
+    // time cost the decoding thread page faults and cache misses.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(IN_FLIGHT);
+    let (empty_tx, empty_rx) = std::sync::mpsc::sync_channel::<Vec<Event>>(IN_FLIGHT);
     let outcome = std::thread::scope(|scope| {
-        scope.spawn(move || decode(&mut reader, tx));
+        scope.spawn(move || decode(&mut reader, tx, empty_rx));
         let mut outcome = None;
         for batch in rx {
             match batch {
-                Batch::Events(events) => {
+                Batch::Events(mut batch) => {
                     let start = r.header.clock_start_ns;
-                    let mut events = events.into_iter();
+                    let mut events = batch.drain(..);
                     while let Some(ev) = events.next() {
                         if let Some(ahead) = events.as_slice().get(PREFETCH_AHEAD) {
                             prefetch(&r, ahead);
@@ -276,6 +279,8 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
                             apply(&mut r, ev);
                         }
                     }
+                    drop(events);
+                    let _ = empty_tx.try_send(batch);
                 }
                 Batch::End {
                     truncated,
@@ -313,6 +318,11 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
     Ok(r)
 }
 
+/// Events per batch handed from the decoding thread to the analysing one.
+const BATCH: usize = 8192;
+/// Batches that may wait for the analysing thread.
+const IN_FLIGHT: usize = 16;
+
 /// What the decoding thread hands over.
 enum Batch {
     Events(Vec<Event>),
@@ -325,15 +335,23 @@ enum Batch {
 }
 
 /// Reads every event, in batches; a corrupt frame ends the stream (what came before is kept).
-fn decode<R: std::io::Read>(reader: &mut TraceReader<R>, tx: SyncSender<Batch>) {
-    const BATCH: usize = 8192;
-    let mut batch = Vec::with_capacity(BATCH);
+fn decode<R: std::io::Read>(
+    reader: &mut TraceReader<R>,
+    tx: SyncSender<Batch>,
+    empty: Receiver<Vec<Event>>,
+) {
+    let fresh = || {
+        empty
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(BATCH))
+    };
+    let mut batch = fresh();
     let end = loop {
         match reader.next_event() {
             Ok(Some(ev)) => {
                 batch.push(ev);
                 if batch.len() == BATCH {
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                    let full = std::mem::replace(&mut batch, fresh());
                     if tx.send(Batch::Events(full)).is_err() {
                         return;
                     }
