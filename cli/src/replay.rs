@@ -85,6 +85,8 @@ pub struct Replayed {
     pub threads: crate::analysis::numa::Threads,
     /// The last allocations, which date the large ones.
     recent_allocs: crate::analysis::numa::RecentAllocs,
+    /// Events by record kind while reading (`counts` at the end).
+    kinds: crate::analysis::kinds::KindCounts,
     /// The Python interpreter the process ran, if any.
     pub python: Option<PythonRuntime>,
     /// The process's rank in a distributed job, if it was one.
@@ -241,6 +243,7 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
         counter_series: Default::default(),
         threads: Default::default(),
         recent_allocs: Default::default(),
+        kinds: Default::default(),
         python: None,
         rank: None,
         gpus: Default::default(),
@@ -303,6 +306,7 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
     for c in std::mem::take(&mut r.py_pending) {
         define_code(&mut r, c);
     }
+    r.counts = std::mem::take(&mut r.kinds).into_map();
     r.py_groups = crate::analysis::python_sites::groups(&r.stacks);
     if window.is_set() {
         let at = |v: Option<f64>, none: &str| v.map_or(none.to_string(), |s| format!("{s} s"));
@@ -413,7 +417,7 @@ fn prefetch(r: &Replayed, ev: &Event) {
 
 /// Applies one event to the analyses.
 fn apply(r: &mut Replayed, ev: Event) {
-    *r.counts.entry(kind_name(&ev.record)).or_default() += 1;
+    r.kinds.add(&ev.record);
     if ev.tid != 0 {
         r.last_t = r.last_t.max(ev.t);
     }

@@ -8,6 +8,7 @@ pub mod gpus;
 pub mod growth;
 pub mod heap;
 pub mod holes;
+pub mod kinds;
 pub mod mmap;
 pub mod numa;
 pub mod python_sites;
