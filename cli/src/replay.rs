@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use std::sync::mpsc::SyncSender;
+use std::sync::mpsc::{Receiver, SyncSender};
 
 use anyhow::{bail, Context, Result};
 use memshim_trace::{
@@ -87,6 +87,8 @@ pub struct Replayed {
     pub threads: crate::analysis::numa::Threads,
     /// The last allocations, which date the large ones.
     recent_allocs: crate::analysis::numa::RecentAllocs,
+    /// Events by record kind while reading (`counts` at the end).
+    kinds: crate::analysis::kinds::KindCounts,
     /// The Python interpreter the process ran, if any.
     pub python: Option<PythonRuntime>,
     /// The process's rank in a distributed job, if it was one.
@@ -246,6 +248,7 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
         counter_series: Default::default(),
         threads: Default::default(),
         recent_allocs: Default::default(),
+        kinds: Default::default(),
         python: None,
         rank: None,
         gpus: Default::default(),
@@ -257,15 +260,22 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
     };
     // Decoding (decompression, bincode) runs on its own thread, one frame's events at a time, while
     // this one analyses: the two halves of a replay take about as long as each other.
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(16);
+    // Emptied batches go back to be filled again: writing events into a fresh allocation each
+    // time cost the decoding thread page faults and cache misses.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(IN_FLIGHT);
+    let (empty_tx, empty_rx) = std::sync::mpsc::sync_channel::<Vec<Event>>(IN_FLIGHT);
     let outcome = std::thread::scope(|scope| {
-        scope.spawn(move || decode(&mut reader, tx));
+        scope.spawn(move || decode(&mut reader, tx, empty_rx));
         let mut outcome = None;
         for batch in rx {
             match batch {
-                Batch::Events(events) => {
+                Batch::Events(mut batch) => {
                     let start = r.header.clock_start_ns;
-                    for ev in events {
+                    let mut events = batch.drain(..);
+                    while let Some(ev) = events.next() {
+                        if let Some(ahead) = events.as_slice().get(PREFETCH_AHEAD) {
+                            prefetch(&r, ahead);
+                        }
                         let outside = window.is_set()
                             && ev.tid != 0
                             && !window.contains(ev.t, start)
@@ -277,6 +287,8 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
                             apply(&mut r, ev);
                         }
                     }
+                    drop(events);
+                    let _ = empty_tx.try_send(batch);
                 }
                 Batch::End {
                     truncated,
@@ -299,6 +311,7 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
     for c in std::mem::take(&mut r.py_pending) {
         define_code(&mut r, c);
     }
+    r.counts = std::mem::take(&mut r.kinds).into_map();
     r.py_groups = crate::analysis::python_sites::groups(&r.stacks);
     if window.is_set() {
         let at = |v: Option<f64>, none: &str| v.map_or(none.to_string(), |s| format!("{s} s"));
@@ -314,6 +327,11 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
     Ok(r)
 }
 
+/// Events per batch handed from the decoding thread to the analysing one.
+const BATCH: usize = 8192;
+/// Batches that may wait for the analysing thread.
+const IN_FLIGHT: usize = 16;
+
 /// What the decoding thread hands over.
 enum Batch {
     Events(Vec<Event>),
@@ -326,15 +344,23 @@ enum Batch {
 }
 
 /// Reads every event, in batches; a corrupt frame ends the stream (what came before is kept).
-fn decode<R: std::io::Read>(reader: &mut TraceReader<R>, tx: SyncSender<Batch>) {
-    const BATCH: usize = 8192;
-    let mut batch = Vec::with_capacity(BATCH);
+fn decode<R: std::io::Read>(
+    reader: &mut TraceReader<R>,
+    tx: SyncSender<Batch>,
+    empty: Receiver<Vec<Event>>,
+) {
+    let fresh = || {
+        empty
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(BATCH))
+    };
+    let mut batch = fresh();
     let end = loop {
         match reader.next_event() {
             Ok(Some(ev)) => {
                 batch.push(ev);
                 if batch.len() == BATCH {
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                    let full = std::mem::replace(&mut batch, fresh());
                     if tx.send(Batch::Events(full)).is_err() {
                         return;
                     }
@@ -380,9 +406,23 @@ fn define_code(r: &mut Replayed, c: PyCode) {
     }
 }
 
+/// How many events ahead of the one applied the replay fetches what a later one will touch.
+const PREFETCH_AHEAD: usize = 8;
+
+/// Starts fetching the entries of the large address maps that applying `ev` will touch, so that
+/// by the time it is applied they are in the cache (see `analysis::addr_map`).
+fn prefetch(r: &Replayed, ev: &Event) {
+    if let Record::Alloc(memshim_trace::Alloc { addr, .. })
+    | Record::Free(memshim_trace::Free { addr, .. }) = &ev.record
+    {
+        r.heap.prefetch(*addr);
+        r.fragmentation.holes.prefetch(*addr);
+    }
+}
+
 /// Applies one event to the analyses.
 fn apply(r: &mut Replayed, ev: Event) {
-    *r.counts.entry(kind_name(&ev.record)).or_default() += 1;
+    r.kinds.add(&ev.record);
     if ev.tid != 0 {
         r.last_t = r.last_t.max(ev.t);
     }

@@ -19,6 +19,7 @@ mod delta;
 mod error;
 mod frame;
 mod header;
+mod hot;
 mod reader;
 mod record;
 mod serials;

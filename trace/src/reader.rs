@@ -199,8 +199,14 @@ impl<R: Read> TraceReader<R> {
                 t = t.wrapping_add(dt as u64);
                 Event { t, tid, record }
             } else {
-                let WireOwned(dt, dtid, record) =
-                    options.deserialize_from(&mut cursor).map_err(bad)?;
+                let (dt, dtid, record) = match crate::hot::decode(&mut cursor) {
+                    Some(hot) => hot,
+                    None => {
+                        let WireOwned(dt, dtid, record) =
+                            options.deserialize_from(&mut cursor).map_err(bad)?;
+                        (dt, dtid, record)
+                    }
+                };
                 let ev = deltas.decode(dt, dtid, record);
                 let (record, freed) = self.frees.decode(ev.record).map_err(corrupt)?;
                 if let Some(addr) = freed {

@@ -3,9 +3,9 @@
 //! else, as heaptrack defines them).
 use rustc_hash::FxHashMap as HashMap;
 
-use super::SiteStats;
+use super::{addr_map::AddrMap, SiteStats};
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Block {
     size: u64,
     stack: u32,
@@ -18,7 +18,7 @@ struct Block {
 /// The heap analysis state.
 #[derive(Default, Debug)]
 pub struct Heap {
-    live: HashMap<u64, Block>,
+    live: AddrMap<Block>,
     sites: HashMap<u32, SiteStats>,
     last_alloc: HashMap<u32, u64>,
     realloc_freed: HashMap<u32, (u64, Block)>,
@@ -51,10 +51,6 @@ pub struct Heap {
 impl Heap {
     /// An allocation of `size` bytes at `addr` from stack `stack`.
     pub fn alloc(&mut self, t: u64, tid: u32, addr: u64, size: u64, stack: u32) {
-        if let Some(old) = self.live.remove(&addr) {
-            // Its free was never seen (freed through a path the shim does not see): forget it.
-            self.release(old);
-        }
         self.realloc_freed.remove(&tid);
         self.last_t = self.last_t.max(t);
         let block = Block {
@@ -63,7 +59,11 @@ impl Heap {
             serial: self.allocations,
             weight: self.weight(size, stack),
         };
-        self.live.insert(addr, block);
+        // One lookup for both: the map is large and each probe is likely a cache miss.
+        if let Some(old) = self.live.insert(addr, block) {
+            // Its free was never seen (freed through a path the shim does not see): forget it.
+            self.release(old);
+        }
         let site = self.sites.entry(stack).or_default();
         site.est_live_bytes += block.weight * size as f64;
         site.est_live_count += block.weight;
@@ -88,19 +88,19 @@ impl Heap {
     /// A free; returns the bytes released. Blocks allocated before tracing started are not known and
     /// are ignored (0 bytes).
     pub fn free(&mut self, t: u64, tid: u32, addr: u64, realloc: bool) -> u64 {
-        let Some(block) = self.live.remove(&addr) else {
+        let Some(block) = self.live.remove(addr) else {
             return 0;
         };
         self.last_t = self.last_t.max(t);
         self.frees += 1;
         self.release(block);
         self.series.push(t, self.live_bytes);
+        let last = self.last_alloc.remove(&tid);
         if realloc {
             self.realloc_freed.insert(tid, (addr, block));
-        } else if self.last_alloc.get(&tid) == Some(&addr) {
+        } else if last == Some(addr) {
             self.temporary += 1;
         }
-        self.last_alloc.remove(&tid);
         block.size
     }
 
@@ -136,9 +136,14 @@ impl Heap {
         }
     }
 
+    /// Starts fetching the live block at `addr`, for an allocation or free a few events later.
+    pub fn prefetch(&self, addr: u64) {
+        self.live.prefetch(addr);
+    }
+
     /// Every live block as (address, size), in no particular order.
     pub fn live_blocks(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.live.iter().map(|(&a, b)| (a, b.size))
+        self.live.iter().map(|(a, b)| (a, b.size))
     }
 
     /// The sites holding memory when the peak was reached, with what they held then (live bytes and
@@ -174,7 +179,7 @@ impl Heap {
     /// The usable size of the sampled block at `addr` (thin sampling), which its chance of being
     /// sampled depended on: its weight is made again from it.
     pub fn usable(&mut self, addr: u64, usable: u64) {
-        let Some(&block) = self.live.get(&addr) else {
+        let Some(&block) = self.live.get(addr) else {
             return;
         };
         let weight = self.weight(usable, block.stack);
@@ -182,9 +187,7 @@ impl Heap {
             site.est_live_bytes += (weight - block.weight) * block.size as f64;
             site.est_live_count += weight - block.weight;
         }
-        if let Some(b) = self.live.get_mut(&addr) {
-            b.weight = weight;
-        }
+        self.live.insert(addr, Block { weight, ..block });
     }
 
     /// The inverse of the chance that an allocation of `size` bytes was sampled.
@@ -198,12 +201,12 @@ impl Heap {
 
     /// The stack id of the live block that starts at `addr`, if one does.
     pub fn block_stack(&self, addr: u64) -> Option<u32> {
-        self.live.get(&addr).map(|b| b.stack)
+        self.live.get(addr).map(|b| b.stack)
     }
 
     /// The identity of the live block that starts at `addr`, if one does.
     pub fn block_serial(&self, addr: u64) -> Option<u64> {
-        self.live.get(&addr).map(|b| b.serial)
+        self.live.get(addr).map(|b| b.serial)
     }
 
     /// Blocks live now.

@@ -22,6 +22,8 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::addr_map::AddrMap;
+
 /// Freed blocks followed at most.
 pub const MAX_FREED: usize = 1 << 18;
 /// Blocks this large are mapped on their own by glibc (its default threshold), not carved from an arena.
@@ -46,7 +48,7 @@ pub struct ClassHoles {
 /// The state.
 #[derive(Debug, Default)]
 pub struct Holes {
-    freed: HashMap<u64, u64>,
+    freed: AddrMap<u64>,
     /// Frees not followed because the map was full.
     pub untracked: u64,
     /// The classes at the last snapshot, most hole bytes first, and the free-held bytes it was taken at.
@@ -57,7 +59,12 @@ pub struct Holes {
 impl Holes {
     /// A block was allocated at `addr` (or a failed realloc left it live): it is no hole.
     pub fn alloc(&mut self, addr: u64) {
-        self.freed.remove(&addr);
+        self.freed.remove(addr);
+    }
+
+    /// Starts fetching the freed block at `addr`, for an allocation or free a few events later.
+    pub fn prefetch(&self, addr: u64) {
+        self.freed.prefetch(addr);
     }
 
     /// The block of `size` bytes at `addr` was freed.
@@ -65,7 +72,7 @@ impl Holes {
         if size == 0 || size >= MMAP_THRESHOLD {
             return;
         }
-        if self.freed.len() >= MAX_FREED && !self.freed.contains_key(&addr) {
+        if self.freed.len() >= MAX_FREED && !self.freed.contains_key(addr) {
             self.untracked += 1;
             return;
         }
@@ -92,7 +99,7 @@ impl Holes {
             clear_below && held_above
         };
         let mut by_class: BTreeMap<u64, (u64, u64, HashMap<u64, u64>)> = BTreeMap::new();
-        for (&a, &size) in &self.freed {
+        for (a, &size) in self.freed.iter() {
             if !is_hole(a, size) {
                 continue;
             }

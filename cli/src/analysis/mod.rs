@@ -1,5 +1,6 @@
 //! Analyses: each consumes the event stream once with state bounded by the live set and the number
 //! of distinct stacks, and yields plain numbers for the report. No rendering here.
+pub mod addr_map;
 pub mod counters;
 pub mod device;
 pub mod fragmentation;
@@ -8,6 +9,7 @@ pub mod growth;
 pub mod heap;
 pub mod heap_totals;
 pub mod holes;
+pub mod kinds;
 pub mod mmap;
 pub mod numa;
 pub mod python_sites;
