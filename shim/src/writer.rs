@@ -2,13 +2,16 @@
 //! frame on disk at least every 100 ms, so SIGKILL loses at most the last moment.
 //!
 //! Never: call into the loader (`dl_iterate_phdr`, `dlsym`) while producers may be waiting on it, or
-//! block on anything a producer could hold. Its own allocations go through the shim's allocator.
+//! block on anything a producer could hold. That includes blocking on the channel: crossbeam parks a
+//! blocked receiver through a thread-local whose destructor glibc registers under the loader's lock,
+//! which a producer holds while a library it is loading allocates. Its own allocations go through
+//! the shim's allocator.
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
+use crossbeam_channel::{Receiver, TryRecvError};
 use memshim_trace::{
     Alloc, End, EndReason, Event, Free, Map, Module, ModuleUnload, Note, PyCode, PyString,
     ReallocFailed, Record, StackDef, TraceWriter, Unmap,
@@ -29,10 +32,20 @@ const DRAIN: usize = 4096;
 /// The writer's nap between polls while events flow: short enough that the channel (64K messages)
 /// never fills at millions of events a second.
 const NAP: Duration = Duration::from_micros(200);
-/// Empty polls in a row after which the writer blocks instead of polling.
+/// Empty polls in a row after which the writer naps longer.
 const QUIET_ROUNDS: u32 = 50;
+/// The longest nap, once quiet: an idle process wakes the writer 200 times a second, and producers
+/// that start again fill at most a few milliseconds of the channel before it looks.
+const IDLE_NAP: Duration = Duration::from_millis(5);
 /// Time allowed for in-process symbolization at exit.
 const SYMBOLIZE_BUDGET: Duration = Duration::from_secs(3);
+
+/// How long to nap after `quiet` empty polls in a row: [`NAP`], doubling after [`QUIET_ROUNDS`] up
+/// to [`IDLE_NAP`].
+fn nap(quiet: u32) -> Duration {
+    let doublings = quiet.saturating_sub(QUIET_ROUNDS).min(8);
+    (NAP * (1u32 << doublings)).min(IDLE_NAP)
+}
 
 /// Starts the writer thread.
 pub fn spawn(w: Writer) -> io::Result<()> {
@@ -111,28 +124,16 @@ impl Writer {
         w
     }
 
-    /// The writer's loop. While events flow it polls: it takes what is queued without blocking, then
-    /// naps briefly, so producers never have to wake it (a futex wake on a send costs a traced
-    /// thread more than recording the event). After a quiet spell it blocks until the next message
-    /// or the next flush, so an idle process costs nothing.
+    /// The writer's loop. It polls: it takes what is queued without blocking, then naps, so producers
+    /// never have to wake it (a futex wake on a send costs a traced thread more than recording the
+    /// event), and it never parks on the channel (see the module note). The nap is short while
+    /// events flow and grows to [`IDLE_NAP`] after a quiet spell.
     fn run(mut self) {
         let mut last_flush = Instant::now();
         let mut quiet = 0u32;
         loop {
-            let Some(rx) = self.rx.as_ref() else { return };
             let mut step = Ok(None);
             let mut taken = 0;
-            if quiet >= QUIET_ROUNDS {
-                let wait = FLUSH_EVERY.saturating_sub(last_flush.elapsed());
-                match rx.recv_timeout(wait) {
-                    Ok(msg) => {
-                        step = self.handle(msg);
-                        taken = 1;
-                    }
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Err(RecvTimeoutError::Disconnected) => return,
-                }
-            }
             // The clock is read once per batch, not per message.
             while matches!(step, Ok(None)) && taken < DRAIN {
                 let Some(rx) = self.rx.as_ref() else { return };
@@ -159,7 +160,7 @@ impl Writer {
                 Ok(None) => {}
                 Ok(Some((reason, ack))) => {
                     self.close(reason);
-                    let _ = ack.send(());
+                    let _ = ack.try_send(());
                     return;
                 }
                 Err(e) => {
@@ -167,8 +168,8 @@ impl Writer {
                     return;
                 }
             }
-            if taken < DRAIN && quiet < QUIET_ROUNDS {
-                std::thread::sleep(NAP);
+            if taken < DRAIN {
+                std::thread::sleep(nap(quiet));
             }
         }
     }
@@ -423,7 +424,7 @@ impl Writer {
             loop {
                 match rx.try_recv() {
                     Ok(Msg::Shutdown { ack, .. }) => {
-                        let _ = ack.send(());
+                        let _ = ack.try_send(());
                     }
                     Ok(msg) => {
                         self.handle(msg)?;

@@ -315,3 +315,55 @@ fn frames_are_named_even_after_the_binary_is_deleted() {
         dump(p)
     );
 }
+
+/// A library that computes quietly and then allocates heavily while dlopen holds the loader's lock
+/// (as PyTorch's do on import) must not deadlock the traced program: the writer must never wait on
+/// that lock. This hung forever when the quiet writer parked on the channel.
+#[test]
+fn allocating_under_the_loaders_lock_after_a_quiet_spell_never_deadlocks() {
+    let dir = TestDir::new("allocating_under_the_loaders_lock");
+    let lib = dir.compile_with(
+        "libslowinit.c",
+        "libslowinit.so",
+        &["-shared", "-fPIC", "-g", "-O0"],
+    );
+    let prog = dir.compile_with("dlopen_busy.c", "dlopen_busy", &["-g", "-O0", "-ldl"]);
+    use std::os::unix::process::CommandExt;
+    // A group of its own, so that a deadlocked program is killed with memshim and holds no pipe of
+    // the test harness open.
+    let mut child = memshim_cmd()
+        .args(["run", "--quiet", "-o"])
+        .arg(dir.traces())
+        .arg("--")
+        .arg(&prog)
+        .arg(&lib)
+        .env("MEMSHIM_SYMBOL_CACHE", "off")
+        .stdout(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("memshim runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            // SAFETY: kill has no memory-safety preconditions; the group is the one made above.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            panic!("the traced program did not finish within 60 s: deadlocked");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    let report = report_json(&dir.traces());
+    let p = process_by_exe(&report, "dlopen_busy");
+    assert_eq!(p["truncated"], false, "{}", dump(p));
+    let allocations = p["heap"]["allocations"].as_u64().expect("allocations");
+    assert!(allocations >= 500_000, "{allocations}");
+    assert!(
+        user_sites(p, "host", &["slow_init"]).is_empty(),
+        "{}",
+        dump(p)
+    );
+}
