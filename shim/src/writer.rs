@@ -29,22 +29,29 @@ const FLUSH_EVERY: Duration = Duration::from_millis(100);
 const BATCH_BYTES: usize = 1 << 20;
 /// Messages taken from the queue between looks at the clock (at most a few milliseconds' worth).
 const DRAIN: usize = 4096;
-/// The writer's nap between polls while events flow: short enough that the channel (64K messages)
-/// never fills at millions of events a second.
+/// The writer's shortest nap between polls, while events flood in: short enough that the channel
+/// (64K messages) never fills at millions of events a second.
 const NAP: Duration = Duration::from_micros(200);
-/// Empty polls in a row after which the writer naps longer.
-const QUIET_ROUNDS: u32 = 50;
-/// The longest nap, once quiet: an idle process wakes the writer 200 times a second, and producers
-/// that start again fill at most a few milliseconds of the channel before it looks.
+/// The longest nap, when few or no events come: an idle process wakes the writer 200 times a
+/// second, and producers that start again fill at most a few milliseconds of the channel first.
 const IDLE_NAP: Duration = Duration::from_millis(5);
+/// Messages per poll below which the nap doubles (a trickle: sampled events, CUDA calls), and above
+/// which it halves.
+const FEW: usize = 64;
+const MANY: usize = DRAIN / 4;
 /// Time allowed for in-process symbolization at exit.
 const SYMBOLIZE_BUDGET: Duration = Duration::from_secs(3);
 
-/// How long to nap after `quiet` empty polls in a row: [`NAP`], doubling after [`QUIET_ROUNDS`] up
-/// to [`IDLE_NAP`].
-fn nap(quiet: u32) -> Duration {
-    let doublings = quiet.saturating_sub(QUIET_ROUNDS).min(8);
-    (NAP * (1u32 << doublings)).min(IDLE_NAP)
+/// The nap after a poll that took `taken` messages: doubled (up to [`IDLE_NAP`]) when only a trickle
+/// came, halved (down to [`NAP`]) when many did.
+fn next_nap(nap: Duration, taken: usize) -> Duration {
+    if taken >= MANY {
+        (nap / 2).max(NAP)
+    } else if taken < FEW {
+        (nap * 2).min(IDLE_NAP)
+    } else {
+        nap
+    }
 }
 
 /// Starts the writer thread.
@@ -126,11 +133,12 @@ impl Writer {
 
     /// The writer's loop. It polls: it takes what is queued without blocking, then naps, so producers
     /// never have to wake it (a futex wake on a send costs a traced thread more than recording the
-    /// event), and it never parks on the channel (see the module note). The nap is short while
-    /// events flow and grows to [`IDLE_NAP`] after a quiet spell.
+    /// event), and it never parks on the channel (see the module note). The nap follows the flow
+    /// (see [`next_nap`]): every wake-up is a context switch the program's threads may feel, on a
+    /// machine with few cores.
     fn run(mut self) {
         let mut last_flush = Instant::now();
-        let mut quiet = 0u32;
+        let mut nap = NAP;
         loop {
             let mut step = Ok(None);
             let mut taken = 0;
@@ -144,11 +152,7 @@ impl Writer {
                 }
                 taken += 1;
             }
-            quiet = if taken > 0 {
-                0
-            } else {
-                quiet.saturating_add(1)
-            };
+            nap = next_nap(nap, taken);
             let step = step.and_then(|shutdown| {
                 if self.out.pending_bytes() >= BATCH_BYTES || last_flush.elapsed() >= FLUSH_EVERY {
                     self.flush()?;
@@ -169,7 +173,7 @@ impl Writer {
                 }
             }
             if taken < DRAIN {
-                std::thread::sleep(nap(quiet));
+                std::thread::sleep(nap);
             }
         }
     }
@@ -494,5 +498,25 @@ fn set_stack(record: &mut Record, id: u32) {
         Record::TimedCopy(r) => r.copy.stack = id,
         Record::NumaCall(r) => r.stack = id,
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_nap_follows_the_flow_between_its_bounds() {
+        let mut nap = NAP;
+        for _ in 0..20 {
+            nap = next_nap(nap, 0);
+        }
+        assert_eq!(nap, IDLE_NAP, "a quiet writer naps its longest");
+        assert_eq!(next_nap(nap, FEW), IDLE_NAP, "a steady flow keeps the nap");
+        for _ in 0..20 {
+            nap = next_nap(nap, MANY);
+        }
+        assert_eq!(nap, NAP, "a flood brings it down to the shortest");
+        assert_eq!(next_nap(NAP * 4, DRAIN), NAP * 2);
     }
 }
