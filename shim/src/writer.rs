@@ -11,6 +11,8 @@ use std::io;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use rustc_hash::{FxHashMap, FxHashSet};
+
 use crossbeam_channel::{Receiver, TryRecvError};
 use memshim_trace::{
     Alloc, End, EndReason, Event, Free, Map, Module, ModuleUnload, Note, PyCode, PyString,
@@ -66,8 +68,9 @@ pub struct Writer {
     path: PathBuf,
     cfg: Config,
     pid: u32,
-    stack_ids: HashMap<u64, (u32, bool)>,
-    addresses: HashSet<u64>,
+    /// By stack hash, looked up for every event: hashes are already well mixed, so Fx, not SipHash.
+    stack_ids: FxHashMap<u64, (u32, bool)>,
+    addresses: FxHashSet<u64>,
     modules: HashMap<(String, u64), ()>,
     py_strings: HashMap<Box<str>, u32>,
     dropped_written: u64,
@@ -90,8 +93,8 @@ impl Writer {
             path,
             cfg,
             pid,
-            stack_ids: HashMap::new(),
-            addresses: HashSet::new(),
+            stack_ids: FxHashMap::default(),
+            addresses: FxHashSet::default(),
             modules: HashMap::new(),
             py_strings: HashMap::new(),
             dropped_written: 0,
