@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Side-by-side overhead benchmark: the malloc-heavy workload bare, under memshim (full stacks; and
-# sampling one stack per 512 KiB, the production mode) and under heaptrack, interleaved over ROUNDS rounds; prints one table of ratios against the bare run.
+# Side-by-side overhead benchmark: the malloc-heavy workload bare, under memshim (full stacks; thin
+# sampling of one allocation per 512 KiB, the production mode; and sampling with every event
+# recorded) and under heaptrack, interleaved over ROUNDS rounds; prints one table of ratios against
+# the bare run.
 # Usage: bash benches/run.sh   (from the repository root; installs heaptrack from Debian if missing)
-# Environment: ROUNDS (default 3), N (allocations, default 2000000).
+# Environment: ROUNDS (default 3), N (allocations, default 2000000), TORCH_PY (a Python with PyTorch:
+# adds the PyTorch CPU training loop's rows).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -36,6 +39,9 @@ for r in $(seq "$ROUNDS"); do
     rm -rf "$work/ms"; measure memshim "$M" run -q -o "$work/ms" -- "$work/malloc_heavy" "$N"
     rm -rf "$work/mss"
     measure memshim-sampled env MEMSHIM_SAMPLE_BYTES=512K "$M" run -q -o "$work/mss" -- "$work/malloc_heavy" "$N"
+    rm -rf "$work/msa"
+    measure memshim-sampled-all env MEMSHIM_SAMPLE_BYTES=512K MEMSHIM_SAMPLE_EVENTS=all \
+        "$M" run -q -o "$work/msa" -- "$work/malloc_heavy" "$N"
     rm -rf "$work/ht"; mkdir -p "$work/ht"
     measure heaptrack heaptrack -o "$work/ht/ht" "$work/malloc_heavy" "$N"
 done
@@ -69,6 +75,34 @@ for r in $(seq "$ROUNDS"); do
     fi
 done
 
+# PyTorch: the issue's launch-bound MLP training loop on this machine's CPU
+# (examples/python/torch_train_overhead.py ... mlp cpu), when TORCH_PY (a Python with torch; memray
+# is installed into it if missing) is given: the median step time bare, under memshim (full stacks;
+# thin sampling 512K), heaptrack and memray --native. Step times are measured inside the loop, so
+# start-up and the tools' work at exit are left out.
+steps=$work/steps
+: >"$steps"
+if [ -n "${TORCH_PY:-}" ] && "$TORCH_PY" -c 'import torch' >/dev/null 2>&1; then
+    "$TORCH_PY" -m memray --version >/dev/null 2>&1 || "$TORCH_PY" -m pip install -q memray >/dev/null 2>&1 || true
+    loop=(examples/python/torch_train_overhead.py 60 mlp cpu)
+    step() { # name cmd...
+        local name=$1; shift
+        "$@" 2>&1 | awk -v n="$name" '{for (i = 1; i < NF; i++) if ($i == "median_step_ms") v = $(i + 1)} END {print n, v}' >>"$steps"
+    }
+    for r in $(seq "$ROUNDS"); do
+        step torch-bare "$TORCH_PY" "${loop[@]}"
+        rm -rf "$work/tf"; step torch-memshim "$M" run -q -o "$work/tf" -- "$TORCH_PY" "${loop[@]}"
+        rm -rf "$work/tt"
+        step torch-memshim-sampled env MEMSHIM_SAMPLE_BYTES=512K "$M" run -q -o "$work/tt" -- "$TORCH_PY" "${loop[@]}"
+        rm -rf "$work/th"; mkdir -p "$work/th"
+        step torch-heaptrack heaptrack -o "$work/th/th" "$TORCH_PY" "${loop[@]}"
+        if "$TORCH_PY" -m memray --version >/dev/null 2>&1; then
+            rm -f "$work/tm.bin"
+            step torch-memray "$TORCH_PY" -m memray run --native -q -o "$work/tm.bin" "${loop[@]}"
+        fi
+    done
+fi
+
 awk -v n="$N" -v msb="$ms_bytes" -v htb="$ht_bytes" \
     -v rs="$(echo "$rend - $rstart" | bc)" -v hs="$(echo "$hend - $hstart" | bc)" -v ev="$events" '
 { wall[$1] += $2; cpu[$1] += $3; cnt[$1]++ }
@@ -83,4 +117,11 @@ END {
     printf "\ntrace size: memshim %.2f bytes/allocation, heaptrack %.2f bytes/allocation\n", msb / n, htb / n
     printf "report: memshim %.3f s (%.1f M alloc+free events/s), heaptrack_print %.3f s\n", rs, ev / rs / 1e6, hs
 }' "$work/times"
+if [ -s "$steps" ]; then
+    printf "\n%-22s %16s %10s\n" "PyTorch MLP, CPU" "median step ms" "x bare"
+    awk '{ s[$1] += $2; c[$1]++ } END {
+        b = s["torch-bare"] / c["torch-bare"]
+        for (t in s) printf "%-22s %16.3f %10.2f\n", t, s[t] / c[t], s[t] / c[t] / b
+    }' "$steps"
+fi
 echo "($ROUNDS interleaved rounds, $N allocations; $(nproc) cores, $(uname -m))"
