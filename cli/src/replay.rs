@@ -108,6 +108,16 @@ pub struct Replayed {
 
 pub use crate::analysis::numa::{HostBlock, SampledBlock};
 
+impl Replayed {
+    /// Live host heap bytes over time: from every event, or with thin sampling from the shim's
+    /// counts (the sampled events alone would show only the sampled blocks).
+    pub fn host_live(&self) -> &crate::analysis::timeline::Series {
+        self.heap_totals
+            .as_ref()
+            .map_or(&self.heap.series, |c| &c.series)
+    }
+}
+
 /// A Python function (code object): what a Python frame names.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PyFunction {

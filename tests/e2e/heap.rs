@@ -335,6 +335,12 @@ fn thin_sampling_counts_every_call_and_records_only_the_sampled() {
     assert_eq!(p["leaks"]["host"]["bytes"], usable);
     assert_eq!(p["leaks"]["host"]["count"], 20_005);
     assert!(p["heap"]["peak_bytes"].as_u64().expect("peak") >= usable);
+    // The host timeline is the counts' readings, the last of them at exit.
+    let last = p["timeline"]["host_live"]
+        .as_array()
+        .and_then(|a| a.last())
+        .expect("a host timeline");
+    assert_eq!(last[1], usable, "{last}");
     // 20000 x 100 B, 200000 x 64 B and 5 x 1 MiB at one per 4 KiB: about 500 + 3000 + 5.
     assert!(alloc_events < 8_000, "{alloc_events} allocation events");
     let estimate = |func: &str| {

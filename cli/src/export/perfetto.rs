@@ -31,7 +31,7 @@ pub fn write(traces: &[Replayed], out: &mut dyn Write) -> io::Result<()> {
             .unwrap_or(&t.header.exe)
             .to_string();
         events.push(json!({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": format!("{name} ({pid})")}}));
-        for &(ts, bytes) in t.heap.series.points() {
+        for &(ts, bytes) in t.host_live().points() {
             events.push(json!({"name": "host heap", "ph": "C", "ts": us(ts), "pid": pid, "args": {"live bytes": bytes}}));
         }
         for &(ts, bytes) in t.device.series.points() {

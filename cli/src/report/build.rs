@@ -107,10 +107,7 @@ fn process(t: &Replayed) -> Process {
         device: device_section,
         transfers,
         timeline: Timeline {
-            host_live: series(
-                t.heap_totals.as_ref().map_or(&t.heap.series, |c| &c.series),
-                t.header.clock_start_ns,
-            ),
+            host_live: series(t.host_live(), t.header.clock_start_ns),
             device_live: series(&t.device.series, t.header.clock_start_ns),
             transfers: {
                 let mut series = super::transfers::bandwidth(t);
