@@ -11,8 +11,13 @@ use std::sync::mpsc::{Receiver, SyncSender};
 use anyhow::{bail, Context, Result};
 use memshim_trace::{
     Counter, End, Event, Header, Module, NumaCall, NumaNode, PyCode, PythonRuntime, RankInfo,
-    Record, SymFrame, TraceReader,
+    SymFrame, TraceReader,
 };
+
+mod apply;
+
+pub use apply::kind_name;
+use apply::{apply, define_code, prefetch, PREFETCH_AHEAD};
 
 use crate::analysis::fragmentation::Fragmentation;
 use crate::analysis::{device::Device, heap::Heap, mmap::Mappings, transfers::Transfers};
@@ -128,52 +133,6 @@ pub struct PyFunction {
 
 /// Placement and affinity calls kept.
 pub const MAX_NUMA_CALLS: usize = 10_000;
-
-/// The name of a record kind, for counts.
-pub fn kind_name(r: &Record) -> &'static str {
-    match r {
-        Record::Alloc(_) => "alloc",
-        Record::Free(_) => "free",
-        Record::ReallocFailed(_) => "realloc_failed",
-        Record::Map(_) => "map",
-        Record::Unmap(_) => "unmap",
-        Record::Stack(_) => "stack",
-        Record::ModuleLoad(_) => "module_load",
-        Record::ModuleUnload(_) => "module_unload",
-        Record::Symbols(_) => "symbols",
-        Record::Dropped(_) => "dropped",
-        Record::Note(_) => "note",
-        Record::End(_) => "end",
-        Record::DeviceAlloc(_) => "device_alloc",
-        Record::DeviceFree(_) => "device_free",
-        Record::CudaFailure(_) => "cuda_failure",
-        Record::MemInfo(_) => "mem_info",
-        Record::ManagedHint(_) => "managed_hint",
-        Record::Copy(_) => "copy",
-        Record::TimedCopy(_) => "timed_copy",
-        Record::CopyTime(_) => "copy_time",
-        Record::Cupti(_) => "cupti",
-        Record::UnifiedMemory(_) => "unified_memory",
-        Record::Sampling(_) => "sampling",
-        Record::Topology(_) => "topology",
-        Record::HeapStats(_) => "heap_stats",
-        Record::Counters(_) => "counters",
-        Record::NumaCall(_) => "numa_call",
-        Record::AllocCpu(_) => "alloc_cpu",
-        Record::Placement(_) => "placement",
-        Record::PyString(_) => "py_string",
-        Record::PyCode(_) => "py_code",
-        Record::Python(_) => "python",
-        Record::Rank(_) => "rank",
-        Record::Gpus(_) => "gpus",
-        Record::GpuSamples(_) => "gpu_samples",
-        Record::CounterSample(_) => "counter_sample",
-        Record::ThreadCpus(_) => "thread_cpus",
-        Record::FreeBack(_) => "free_back",
-        Record::Usable(_) => "usable",
-        Record::HeapTotals(_) => "heap_totals",
-    }
-}
 
 /// Reads and analyses the trace at `path`. A corrupt frame stops the replay but keeps what came
 /// before it (marked truncated, with the reason in `corrupt`); an unreadable header is an error.
@@ -395,161 +354,4 @@ fn decode<R: std::io::Read>(
     };
     let _ = tx.send(Batch::Events(batch));
     let _ = tx.send(end);
-}
-
-/// Names a code object from the string table; one whose strings come later waits for the end.
-fn define_code(r: &mut Replayed, c: PyCode) {
-    let text = |id: u32| r.py_strings.get(&id).cloned();
-    match (text(c.name), text(c.file)) {
-        (Some(name), Some(file)) => {
-            r.py_codes.insert(
-                c.id,
-                PyFunction {
-                    name,
-                    file,
-                    first_line: c.first_line,
-                },
-            );
-        }
-        _ if r.py_pending.len() < 1 << 20 => r.py_pending.push(c),
-        _ => {}
-    }
-}
-
-/// How many events ahead of the one applied the replay fetches what a later one will touch.
-const PREFETCH_AHEAD: usize = 8;
-
-/// Starts fetching the entries of the large address maps that applying `ev` will touch, so that
-/// by the time it is applied they are in the cache (see `analysis::addr_map`).
-fn prefetch(r: &Replayed, ev: &Event) {
-    if let Record::Alloc(memshim_trace::Alloc { addr, .. })
-    | Record::Free(memshim_trace::Free { addr, .. }) = &ev.record
-    {
-        r.heap.prefetch(*addr);
-        r.fragmentation.holes.prefetch(*addr);
-    }
-}
-
-/// Applies one event to the analyses.
-fn apply(r: &mut Replayed, ev: Event) {
-    r.kinds.add(&ev.record);
-    if ev.tid != 0 {
-        r.last_t = r.last_t.max(ev.t);
-    }
-    match ev.record {
-        Record::Alloc(a) => {
-            r.heap.alloc(ev.t, ev.tid, a.addr, a.size, a.stack);
-            r.fragmentation.holes.alloc(a.addr);
-            r.recent_allocs.push(a.addr, ev.t);
-        }
-        Record::Free(f) => {
-            let size = r.heap.free(ev.t, ev.tid, f.addr, f.realloc);
-            r.fragmentation.holes.free(f.addr, size);
-        }
-        Record::ReallocFailed(f) => {
-            r.heap.realloc_failed(ev.tid, f.addr);
-            r.fragmentation.holes.alloc(f.addr);
-        }
-        Record::Map(m) => r.mmap.map(ev.tid, &m),
-        Record::Unmap(u) => r.mmap.unmap(ev.tid, &u),
-        Record::Stack(s) => {
-            r.stacks.insert(s.id, s.frames);
-        }
-        Record::ModuleLoad(m) => r.modules.push(LoadedModule {
-            module: *m,
-            unloaded_t: None,
-        }),
-        Record::ModuleUnload(u) => {
-            if let Some(m) = r.modules.iter_mut().rev().find(|m| {
-                m.unloaded_t.is_none() && m.module.path == u.path && m.module.base == u.base
-            }) {
-                m.unloaded_t = Some(ev.t);
-            }
-        }
-        Record::Symbols(syms) => {
-            for s in syms {
-                r.symbols.insert(s.addr, s.frames);
-            }
-        }
-        Record::PyString(p) => {
-            r.py_strings.insert(p.id, p.text);
-        }
-        Record::PyCode(c) => define_code(r, c),
-        Record::Python(p) => r.python = Some(p),
-        Record::Rank(k) => r.rank = Some(*k),
-        Record::Gpus(g) => r.gpus.info = g,
-        Record::GpuSamples(s) => r.gpus.sample(ev.t, &s),
-        Record::Dropped(n) => r.dropped = r.dropped.max(n),
-        Record::Note(n) => r.notes.push(n.text),
-        Record::End(e) => {
-            r.dropped = r.dropped.max(e.dropped_events);
-            r.end = Some(e);
-        }
-        Record::DeviceAlloc(a) => {
-            r.unified.alloc(&a);
-            r.device.alloc(ev.t, ev.tid, &a);
-        }
-        Record::DeviceFree(f) => r.device.free(ev.t, ev.tid, &f),
-        Record::CudaFailure(f) => r.device.failure(ev.t, ev.tid, f),
-        Record::MemInfo(m) => r.device.mem_info(&m),
-        Record::ManagedHint(h) => r.device.hint(&h),
-        Record::Copy(c) => r.transfers.copy(ev.t, ev.tid, &c, &r.device, &r.heap),
-        Record::TimedCopy(c) => r
-            .transfers
-            .timed_copy(ev.t, ev.tid, &c.copy, c.timer, &r.device, &r.heap),
-        Record::CopyTime(ct) => r.transfers.copy_time(&ct),
-        Record::Cupti(state) => {
-            r.unified.state = Some(state);
-            r.unified.since = ev.t;
-        }
-        Record::UnifiedMemory(c) => r.unified.add(&c),
-        Record::Sampling(bytes) => r.heap.sample_bytes = bytes,
-        Record::Topology(nodes) => r.topology = nodes,
-        Record::HeapStats(h) => r.fragmentation.sample(ev.t, &h, || r.heap.live_blocks()),
-        Record::Counters(c) => r.counters = c,
-        Record::AllocCpu(a) => {
-            let at = r.recent_allocs.time_of(a.addr).unwrap_or(ev.t);
-            r.alloc_cpu.insert(a.addr, (a.cpu, at));
-        }
-        Record::Placement(p) => {
-            let at = r.alloc_cpu.remove(&p.addr);
-            let kind = match r.device.classify(p.addr) {
-                Some(memshim_trace::DeviceMemory::PinnedHost) => HostBlock::Pinned,
-                Some(memshim_trace::DeviceMemory::Registered) => HostBlock::Registered,
-                _ => HostBlock::Heap,
-            };
-            let cuda_stack = |k| r.device.kinds.get(&k).and_then(|h| h.block_stack(p.addr));
-            let stack = match kind {
-                HostBlock::Pinned => cuda_stack(memshim_trace::DeviceMemory::PinnedHost),
-                HostBlock::Registered => r
-                    .heap
-                    .block_stack(p.addr)
-                    .or_else(|| cuda_stack(memshim_trace::DeviceMemory::Registered)),
-                HostBlock::Heap => r.heap.block_stack(p.addr),
-            };
-            if r.placements.len() < MAX_NUMA_CALLS {
-                r.placements.push(SampledBlock {
-                    placement: *p,
-                    alloc_cpu: at.map(|a| a.0),
-                    alloc_t: at.map(|a| a.1),
-                    stack,
-                    memory: kind,
-                });
-            }
-        }
-        Record::CounterSample(c) => r.counter_series.sample(ev.t, &c),
-        Record::ThreadCpus(c) => r.threads.sample(ev.t, &c),
-        // The reader turns these into frees before anyone sees them.
-        Record::FreeBack(_) => {}
-        Record::Usable(u) => r.heap.usable(u.addr, u.usable),
-        Record::HeapTotals(h) => match r.heap_totals.as_mut() {
-            Some(c) => c.reading(ev.t, h),
-            None => r.heap_totals = Some(crate::analysis::heap_totals::Counted::new(ev.t, h)),
-        },
-        Record::NumaCall(c) => {
-            if r.numa_calls.len() < MAX_NUMA_CALLS {
-                r.numa_calls.push((ev.t, ev.tid, *c));
-            }
-        }
-    }
 }
