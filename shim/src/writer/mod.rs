@@ -15,15 +15,20 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crossbeam_channel::{Receiver, TryRecvError};
 use memshim_trace::{
-    Alloc, End, EndReason, Event, Free, Map, Module, ModuleUnload, Note, PyCode, PyString,
-    ReallocFailed, Record, StackDef, TraceWriter, Unmap,
+    Alloc, EndReason, Event, Free, Map, Module, ModuleUnload, PyCode, PyString, ReallocFailed,
+    Record, StackDef, TraceWriter, Unmap,
 };
+
+mod end;
+mod pace;
+
+use pace::{next_nap, NAP};
 
 use crate::config::Config;
 use crate::msg::{Msg, StackedMsg};
 use crate::output::TraceFile;
 use crate::placement::Placements;
-use crate::{clock, session, symbolize};
+use crate::{clock, session};
 
 /// At most this long between two frames on disk.
 const FLUSH_EVERY: Duration = Duration::from_millis(100);
@@ -31,31 +36,6 @@ const FLUSH_EVERY: Duration = Duration::from_millis(100);
 const BATCH_BYTES: usize = 1 << 20;
 /// Messages taken from the queue between looks at the clock (at most a few milliseconds' worth).
 const DRAIN: usize = 4096;
-/// The writer's shortest nap between polls, while events flood in: short enough that the channel
-/// (64K messages) never fills at millions of events a second.
-const NAP: Duration = Duration::from_micros(200);
-/// The longest nap, when few or no events come: an idle process wakes the writer 200 times a
-/// second, and producers that start again fill at most a few milliseconds of the channel first.
-const IDLE_NAP: Duration = Duration::from_millis(5);
-/// Messages per poll below which the nap doubles (a trickle: sampled events, CUDA calls), and above
-/// which it halves.
-const FEW: usize = 64;
-const MANY: usize = DRAIN / 4;
-/// Time allowed for in-process symbolization at exit.
-const SYMBOLIZE_BUDGET: Duration = Duration::from_secs(3);
-
-/// The nap after a poll that took `taken` messages: doubled (up to [`IDLE_NAP`]) when only a trickle
-/// came, halved (down to [`NAP`]) when many did.
-fn next_nap(nap: Duration, taken: usize) -> Duration {
-    if taken >= MANY {
-        (nap / 2).max(NAP)
-    } else if taken < FEW {
-        (nap * 2).min(IDLE_NAP)
-    } else {
-        nap
-    }
-}
-
 /// Starts the writer thread.
 pub fn spawn(w: Writer) -> io::Result<()> {
     crate::threads::spawn(c"memshim-writer", move || w.run())
@@ -412,83 +392,6 @@ impl Writer {
         }
         self.out.flush_frame()
     }
-
-    /// Drains what producers already sent, symbolizes, writes the end and says where the trace is.
-    fn close(&mut self, reason: EndReason) {
-        let result = self.drain_and_end(reason);
-        match result {
-            Ok(()) => session::say(&format!(
-                "trace written to {}; report it with: memshim report {}",
-                self.path.display(),
-                self.path.display()
-            )),
-            Err(e) => self.fail(&e),
-        }
-    }
-
-    fn drain_and_end(&mut self, reason: EndReason) -> io::Result<()> {
-        if let Some(rx) = self.rx.take() {
-            loop {
-                match rx.try_recv() {
-                    Ok(Msg::Shutdown { ack, .. }) => {
-                        let _ = ack.try_send(());
-                    }
-                    Ok(msg) => {
-                        self.handle(msg)?;
-                    }
-                    Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => break,
-                }
-            }
-            // Dropping the receiver here makes any late sender fail at once instead of waiting.
-        }
-        if self.cfg.symbolize && reason != EndReason::Exec {
-            let t = clock::monotonic_ns();
-            let addrs: Vec<u64> = self.addresses.iter().copied().collect();
-            let outcome = symbolize::resolve(&addrs, SYMBOLIZE_BUDGET);
-            for chunk in outcome.symbols.chunks(4096) {
-                self.out.push(&Event {
-                    t,
-                    tid: 0,
-                    record: Record::Symbols(chunk.to_vec()),
-                })?;
-            }
-            if let Some(text) = outcome.note {
-                self.out.push(&Event {
-                    t,
-                    tid: 0,
-                    record: Record::Note(Note { text }),
-                })?;
-            }
-        }
-        let t = clock::monotonic_ns();
-        for p in self.placements.finish() {
-            self.out.push(&Event {
-                t,
-                tid: 0,
-                record: Record::Placement(Box::new(p)),
-            })?;
-        }
-        self.flush()?;
-        self.out.push(&Event {
-            t: clock::monotonic_ns(),
-            tid: 0,
-            record: Record::End(End {
-                reason,
-                dropped_events: session::dropped(),
-            }),
-        })?;
-        self.out.flush_frame()
-    }
-
-    /// Gives up after a write error: the trace so far is kept, the program goes on untraced.
-    fn fail(&mut self, e: &io::Error) {
-        self.rx = None;
-        session::fail(&format!(
-            "cannot write the trace file {} (pid {}): {e}",
-            self.path.display(),
-            self.pid
-        ));
-    }
 }
 
 /// Puts a stack id into the records that carry one.
@@ -501,25 +404,5 @@ fn set_stack(record: &mut Record, id: u32) {
         Record::TimedCopy(r) => r.copy.stack = id,
         Record::NumaCall(r) => r.stack = id,
         _ => {}
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_nap_follows_the_flow_between_its_bounds() {
-        let mut nap = NAP;
-        for _ in 0..20 {
-            nap = next_nap(nap, 0);
-        }
-        assert_eq!(nap, IDLE_NAP, "a quiet writer naps its longest");
-        assert_eq!(next_nap(nap, FEW), IDLE_NAP, "a steady flow keeps the nap");
-        for _ in 0..20 {
-            nap = next_nap(nap, MANY);
-        }
-        assert_eq!(nap, NAP, "a flood brings it down to the shortest");
-        assert_eq!(next_nap(NAP * 4, DRAIN), NAP * 2);
     }
 }

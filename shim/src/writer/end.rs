@@ -1,0 +1,94 @@
+//! The end of a trace: what producers already sent is drained, return addresses are symbolized in
+//! the process (within a time budget), the end record is written and the user is told where the
+//! trace is; or, on a write error, tracing stops and the program goes on.
+use std::io;
+use std::time::Duration;
+
+use crossbeam_channel::TryRecvError;
+use memshim_trace::{End, EndReason, Event, Note, Record};
+
+use super::Writer;
+use crate::msg::Msg;
+use crate::{clock, session, symbolize};
+
+/// Time allowed for in-process symbolization at exit.
+const SYMBOLIZE_BUDGET: Duration = Duration::from_secs(3);
+
+impl Writer {
+    /// Drains what producers already sent, symbolizes, writes the end and says where the trace is.
+    pub(super) fn close(&mut self, reason: EndReason) {
+        let result = self.drain_and_end(reason);
+        match result {
+            Ok(()) => session::say(&format!(
+                "trace written to {}; report it with: memshim report {}",
+                self.path.display(),
+                self.path.display()
+            )),
+            Err(e) => self.fail(&e),
+        }
+    }
+
+    fn drain_and_end(&mut self, reason: EndReason) -> io::Result<()> {
+        if let Some(rx) = self.rx.take() {
+            loop {
+                match rx.try_recv() {
+                    Ok(Msg::Shutdown { ack, .. }) => {
+                        let _ = ack.try_send(());
+                    }
+                    Ok(msg) => {
+                        self.handle(msg)?;
+                    }
+                    Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => break,
+                }
+            }
+            // Dropping the receiver here makes any late sender fail at once instead of waiting.
+        }
+        if self.cfg.symbolize && reason != EndReason::Exec {
+            let t = clock::monotonic_ns();
+            let addrs: Vec<u64> = self.addresses.iter().copied().collect();
+            let outcome = symbolize::resolve(&addrs, SYMBOLIZE_BUDGET);
+            for chunk in outcome.symbols.chunks(4096) {
+                self.out.push(&Event {
+                    t,
+                    tid: 0,
+                    record: Record::Symbols(chunk.to_vec()),
+                })?;
+            }
+            if let Some(text) = outcome.note {
+                self.out.push(&Event {
+                    t,
+                    tid: 0,
+                    record: Record::Note(Note { text }),
+                })?;
+            }
+        }
+        let t = clock::monotonic_ns();
+        for p in self.placements.finish() {
+            self.out.push(&Event {
+                t,
+                tid: 0,
+                record: Record::Placement(Box::new(p)),
+            })?;
+        }
+        self.flush()?;
+        self.out.push(&Event {
+            t: clock::monotonic_ns(),
+            tid: 0,
+            record: Record::End(End {
+                reason,
+                dropped_events: session::dropped(),
+            }),
+        })?;
+        self.out.flush_frame()
+    }
+
+    /// Gives up after a write error: the trace so far is kept, the program goes on untraced.
+    pub(super) fn fail(&mut self, e: &io::Error) {
+        self.rx = None;
+        session::fail(&format!(
+            "cannot write the trace file {} (pid {}): {e}",
+            self.path.display(),
+            self.pid
+        ));
+    }
+}
