@@ -12,7 +12,7 @@ pub const FROM_COUNTS: &str = "counts";
 /// What a reader of a counted heap summary must know, for the renderers.
 pub fn note(heap: &HeapSummary) -> Option<&'static str> {
     (heap.totals_from == FROM_COUNTS).then_some(
-        "(thin sampling: only sampled allocations were recorded; these totals were counted in the process, live and peak bytes as usable sizes, the peak from readings every 100 ms; temporary allocations are not known)",
+        "(thin sampling: only sampled allocations were recorded; these totals were counted in the process, live and peak bytes as usable sizes of every live block, a fork child's inherited ones included, the peak from readings every 100 ms; temporary allocations are not known)",
     )
 }
 
