@@ -12,6 +12,7 @@ use crossbeam_channel::Sender;
 use memshim_trace::Record;
 
 use crate::msg::Msg;
+use crate::threads::send_unparked;
 use crate::{modules, sys};
 
 const PERIOD: Duration = Duration::from_millis(100);
@@ -50,7 +51,7 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
                 crate::cuda::cupti::flush(false);
             }
             if let Some(record) = gpus.tick(pid) {
-                if tx.send(Msg::Record(record)).is_err() {
+                if !send_unparked(&tx, Msg::Record(record)) {
                     return;
                 }
             }
@@ -58,18 +59,14 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
                 let start = std::time::Instant::now();
                 let stats = crate::heapstats::sample();
                 heap.took(start.elapsed());
-                if tx
-                    .send(Msg::Record(Record::HeapStats(Box::new(stats))))
-                    .is_err()
-                {
+                if !send_unparked(&tx, Msg::Record(Record::HeapStats(Box::new(stats)))) {
                     return;
                 }
                 if crate::sampling::thin()
-                    && tx
-                        .send(Msg::Record(
-                            Record::HeapTotals(crate::heap_counts::totals()),
-                        ))
-                        .is_err()
+                    && !send_unparked(
+                        &tx,
+                        Msg::Record(Record::HeapTotals(crate::heap_counts::totals())),
+                    )
                 {
                     return;
                 }
@@ -79,7 +76,7 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
                 let values = crate::counters::sample();
                 counters.took(start.elapsed());
                 if let Some(v) = values {
-                    if tx.send(Msg::Record(Record::CounterSample(v))).is_err() {
+                    if !send_unparked(&tx, Msg::Record(Record::CounterSample(v))) {
                         return;
                     }
                 }
@@ -90,7 +87,7 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
                     let sample = cpus.sample();
                     pace.took(start.elapsed());
                     if !sample.is_empty()
-                        && tx.send(Msg::Record(Record::ThreadCpus(sample))).is_err()
+                        && !send_unparked(&tx, Msg::Record(Record::ThreadCpus(sample)))
                     {
                         return;
                     }
@@ -102,11 +99,11 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
                 let mods = modules::scan(&exe);
                 let enabled = crate::session::config().is_some_and(|c| c.python);
                 let python = crate::python::detect(&mods, enabled);
-                if tx.send(Msg::Modules(mods)).is_err() {
+                if !send_unparked(&tx, Msg::Modules(mods)) {
                     return;
                 }
                 if let Some(p) = python {
-                    if tx.send(Msg::Record(Record::Python(p))).is_err() {
+                    if !send_unparked(&tx, Msg::Record(Record::Python(p))) {
                         return;
                     }
                 }

@@ -9,6 +9,7 @@ use crossbeam_channel::Sender;
 use super::events;
 use crate::msg::Msg;
 use crate::sys;
+use crate::threads::send_unparked;
 
 /// How long to wait between rounds while copies are in flight, and while none are.
 const BUSY: Duration = Duration::from_millis(1);
@@ -18,7 +19,7 @@ const IDLE: Duration = Duration::from_millis(10);
 pub fn spawn(tx: Sender<Msg>, pid: u32) -> io::Result<()> {
     crate::threads::spawn(c"memshim-events", move || loop {
         let mut open = true;
-        let in_flight = events::poll(|r| open &= tx.send(Msg::Record(r)).is_ok());
+        let in_flight = events::poll(|r| open &= send_unparked(&tx, Msg::Record(r)));
         if !open || sys::getpid() != pid {
             return;
         }
