@@ -1,4 +1,4 @@
-//! The process's performance counters (perf events): opened at start for the main thread with
+//! The process's performance counters (perf events): opened at start on the main thread with
 //! `inherit`, so threads created later count too, and read at exit. Software counters (page faults,
 //! context switches, CPU migrations) exist everywhere; hardware ones (cache references and misses,
 //! last-level cache loads and misses) often cannot be opened in virtual machines or under a strict
@@ -7,13 +7,12 @@
 //! The counters' descriptors are close-on-exec: an exec'd program must not inherit them (it opens its
 //! own). Never: touched on the hot path. The list is behind a mutex used at start, by the sampler
 //! about once a second and at exit; a fork child does not read it (the counters are its parent's).
-use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use memshim_trace::Counter as Out;
-use perf_event::events::{Cache, CacheOp, CacheResult, Event, Hardware, Software, WhichCache};
-use perf_event::{Builder, Counter};
+
+use crate::perf_fd::{Counter, Kind};
 
 struct Opened {
     name: &'static str,
@@ -25,54 +24,37 @@ static COUNTERS: OnceLock<Mutex<Vec<Opened>>> = OnceLock::new();
 /// them as its own.
 static OPENER: AtomicU32 = AtomicU32::new(0);
 
-fn events() -> Vec<(&'static str, Event)> {
-    let llc = |result| Cache {
-        which: WhichCache::LL,
-        operation: CacheOp::READ,
-        result,
-    };
+/// The kernel's event types and numbers (linux/perf_event.h).
+fn events() -> Vec<(&'static str, Kind)> {
+    const HARDWARE: u32 = 0;
+    const SOFTWARE: u32 = 1;
+    const HW_CACHE: u32 = 3;
+    // Last-level cache, read operation, access or miss: id | op << 8 | result << 16.
+    const LLC_READ: u64 = 2;
+    let kind = |type_, config| Kind { type_, config };
     vec![
-        ("page_faults_minor", Software::PAGE_FAULTS_MIN.into()),
-        ("page_faults_major", Software::PAGE_FAULTS_MAJ.into()),
-        ("context_switches", Software::CONTEXT_SWITCHES.into()),
-        ("cpu_migrations", Software::CPU_MIGRATIONS.into()),
-        ("cache_references", Hardware::CACHE_REFERENCES.into()),
-        ("cache_misses", Hardware::CACHE_MISSES.into()),
-        ("llc_loads", llc(CacheResult::ACCESS).into()),
-        ("llc_load_misses", llc(CacheResult::MISS).into()),
+        ("page_faults_minor", kind(SOFTWARE, 5)),
+        ("page_faults_major", kind(SOFTWARE, 6)),
+        ("context_switches", kind(SOFTWARE, 3)),
+        ("cpu_migrations", kind(SOFTWARE, 4)),
+        ("cache_references", kind(HARDWARE, 2)),
+        ("cache_misses", kind(HARDWARE, 3)),
+        ("llc_loads", kind(HW_CACHE, LLC_READ)),
+        ("llc_load_misses", kind(HW_CACHE, LLC_READ | 1 << 16)),
     ]
 }
 
-/// Opens and starts every counter for the calling thread and the threads it goes on to create
-/// (failures are kept, to be reported).
-///
-/// They are opened from a helper thread of the shim's, aimed at the caller: the perf-event crate
-/// keeps a thread-local whose destructor glibc registers in a block it allocates. Made on the
-/// program's thread, that block would be freed when the thread exits, a free of a block never seen
-/// allocated, which the thin sampling mode's counts cannot tell from the program's own.
+/// Opens and starts every counter on the calling thread (the main thread, at start), with
+/// `inherit` (failures are kept, to be reported).
 pub fn open() {
-    static DONE: AtomicBool = AtomicBool::new(false);
-    let target = crate::sys::gettid() as libc::pid_t;
-    let spawned = crate::threads::spawn(c"memshim-perf", move || {
-        let opened = events()
-            .into_iter()
-            .map(|(name, event)| Opened {
-                name,
-                counter: start(event, target).map_err(|e| reason(&e)),
-            })
-            .collect();
-        let _ = COUNTERS.set(Mutex::new(opened));
-        DONE.store(true, Ordering::Release);
-    });
-    if spawned.is_err() {
-        return;
-    }
-    // A few hundred microseconds; no channel or condvar, which would leave thread-locals of their
-    // own on this thread.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-    while !DONE.load(Ordering::Acquire) && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_micros(50));
-    }
+    let opened = events()
+        .into_iter()
+        .map(|(name, kind)| Opened {
+            name,
+            counter: start(kind).map_err(|e| reason(&e)),
+        })
+        .collect();
+    let _ = COUNTERS.set(Mutex::new(opened));
     OPENER.store(crate::sys::getpid(), Ordering::Relaxed);
 }
 
@@ -87,18 +69,9 @@ pub fn sample() -> Option<Vec<Out>> {
     Some(values).filter(|v| !v.is_empty())
 }
 
-fn start(event: Event, target: libc::pid_t) -> std::io::Result<Counter> {
-    let build = |kernel: bool| {
-        let mut b = Builder::new().kind(event.clone()).observe_pid(target);
-        b.inherit(true);
-        // Page faults happen in the kernel: count them there when allowed to.
-        b.exclude_kernel(!kernel);
-        b.build()
-    };
-    let mut c = build(true).or_else(|_| build(false))?;
-    crate::sys::set_cloexec(c.as_raw_fd())?;
-    c.enable()?;
-    Ok(c)
+/// Page faults happen in the kernel: count them there when allowed to.
+fn start(kind: Kind) -> std::io::Result<Counter> {
+    Counter::open(kind, true).or_else(|_| Counter::open(kind, false))
 }
 
 fn reason(e: &std::io::Error) -> String {

@@ -68,17 +68,6 @@ pub fn create_exclusive(path: &CStr) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// Marks a descriptor close-on-exec.
-pub fn set_cloexec(fd: std::os::fd::RawFd) -> io::Result<()> {
-    // SAFETY: fcntl on a descriptor this process owns, with integer arguments only.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
-    // SAFETY: as above.
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 /// Writes a whole message to stderr without allocating or locking (stderr may be in use by the host).
 pub fn write_stderr(msg: &[u8]) {
     let mut rest = msg;
