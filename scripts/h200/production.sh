@@ -27,8 +27,8 @@ mode_env() {
     full) echo ;;
     esac
 }
-# Preloaded directly, without symbolizing at exit: the step times are what is compared, and
-# memshim run's symbolization of PyTorch's libraries would take most of the device time.
+# Preloaded directly, without symbolizing at exit: the step times are what is compared, and the
+# symbol pass of every run would only spend device time.
 run_mode() { # mode cmd...
     local mode=$1
     shift
