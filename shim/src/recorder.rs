@@ -97,15 +97,8 @@ pub fn on_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize) {
 /// The thin sampling mode's allocation: counted; recorded only when sampled.
 #[inline(always)]
 fn thin_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize) {
-    if !session::heap_counting() {
-        return;
-    }
-    let usable = real::usable_size(addr) as u64;
-    if usable == 0 {
-        return;
-    }
-    crate::heap_counts::alloc(size as u64, usable);
-    if sampling::block_sampled(addr as u64, usable) {
+    let count = |usable| crate::heap_counts::alloc(size as u64, usable);
+    if let Some(usable) = thin_counted(addr, count) {
         record(session::heap_active, || {
             send_alloc(func, addr, size, stack_hash());
             session::send(Msg::Record(Record::Usable(memshim_trace::Usable {
@@ -116,19 +109,20 @@ fn thin_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize) {
     }
 }
 
-/// The thin sampling mode's free, or the undoing of one: counts the block at `addr` with `count`
-/// (given its usable size); true when it is a sampled block, whose event must be recorded.
+/// The thin sampling mode's count of the block at `addr` (an allocation, a free, or the undoing of
+/// one): `count` gets its usable size; returns that size when the block is a sampled one, whose
+/// event must be recorded.
 #[inline(always)]
-fn thin_counted(addr: *mut libc::c_void, count: fn(u64)) -> bool {
+fn thin_counted(addr: *mut libc::c_void, count: impl FnOnce(u64)) -> Option<u64> {
     if !session::heap_counting() {
-        return false;
+        return None;
     }
     let usable = real::usable_size(addr) as u64;
     if usable == 0 {
-        return false;
+        return None;
     }
     count(usable);
-    sampling::block_sampled(addr as u64, usable)
+    sampling::block_sampled(addr as u64, usable).then_some(usable)
 }
 
 /// Sends an allocation's event, and with it the CPU it ran on when the block is large.
@@ -161,7 +155,7 @@ pub fn on_free(addr: *mut libc::c_void, realloc: bool) {
     if addr.is_null() || !session::heap_enabled() {
         return;
     }
-    if sampling::thin() && !thin_counted(addr, crate::heap_counts::free) {
+    if sampling::thin() && thin_counted(addr, crate::heap_counts::free).is_none() {
         return;
     }
     record(session::heap_active, || {
@@ -176,7 +170,10 @@ pub fn on_free(addr: *mut libc::c_void, realloc: bool) {
 
 /// A realloc failed: the block whose free was already sent is still live.
 pub fn on_realloc_failed(addr: *mut libc::c_void) {
-    if sampling::thin() && !thin_counted(addr, crate::heap_counts::unfree) {
+    if !session::heap_enabled() {
+        return;
+    }
+    if sampling::thin() && thin_counted(addr, crate::heap_counts::unfree).is_none() {
         return;
     }
     record(session::heap_active, || {

@@ -62,13 +62,10 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
                 if !send_unparked(&tx, Msg::Record(Record::HeapStats(Box::new(stats)))) {
                     return;
                 }
-                if crate::sampling::thin()
-                    && !send_unparked(
-                        &tx,
-                        Msg::Record(Record::HeapTotals(crate::heap_counts::totals())),
-                    )
-                {
-                    return;
+                if let Some(r) = crate::heap_counts::reading() {
+                    if !send_unparked(&tx, Msg::Record(r)) {
+                        return;
+                    }
                 }
             }
             if counters.due() {

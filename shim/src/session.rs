@@ -85,11 +85,12 @@ pub fn heap_active() -> bool {
     HEAP_ON.load(Ordering::Relaxed) && active()
 }
 
-/// Whether heap calls are being counted now in the thin sampling mode. Calls nothing that could
-/// allocate except to start a pending trace, which it does inside the guard.
+/// Whether heap calls are being counted now in the thin sampling mode, asked after
+/// [`heap_enabled`]. Calls nothing that could allocate except to start a pending trace, which it
+/// does inside the guard.
 #[inline]
 pub fn heap_counting() -> bool {
-    if !HEAP_ON.load(Ordering::Relaxed) || crate::guard::inside() {
+    if crate::guard::inside() {
         return false;
     }
     match STATE.load(Ordering::Acquire) {
@@ -292,10 +293,8 @@ pub fn finish(reason: EndReason) -> bool {
 
 /// In the thin sampling mode, sends the running totals of every allocation and free.
 pub fn send_heap_totals() {
-    if crate::sampling::thin() {
-        send(Msg::Record(memshim_trace::Record::HeapTotals(
-            crate::heap_counts::totals(),
-        )));
+    if let Some(r) = crate::heap_counts::reading() {
+        send(Msg::Record(r));
     }
 }
 
