@@ -198,16 +198,7 @@ impl Markdown {
         }
         let h = &p.heap;
         writeln!(out, "### Host heap\n")?;
-        writeln!(
-            out,
-            "{} allocations ({}), {} frees, {} temporary; peak {} at {:.3} s.\n",
-            h.allocations,
-            human_bytes(h.allocated_bytes),
-            h.frees,
-            h.temporary_allocations,
-            human_bytes(h.peak_bytes),
-            h.peak_time_s
-        )?;
+        writeln!(out, "{}.\n", super::heap_line(h))?;
         if let Some(n) = crate::report::counted::note(h) {
             writeln!(out, "{n}\n")?;
         }

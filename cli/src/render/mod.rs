@@ -59,6 +59,19 @@ pub fn rank_cells(row: &crate::report::model::RankRow) -> [String; 10] {
 }
 
 /// One GPU as NVML saw it, in one line.
+/// The host heap's totals in one line, as the text and Markdown reports give them.
+pub fn heap_line(h: &crate::report::model::HeapSummary) -> String {
+    format!(
+        "{} allocations ({}), {} frees, {} temporary; peak {} at {:.3} s",
+        h.allocations,
+        human_bytes(h.allocated_bytes),
+        h.frees,
+        h.temporary_allocations,
+        human_bytes(h.peak_bytes),
+        h.peak_time_s
+    )
+}
+
 pub fn gpu_line(g: &crate::report::model::GpuOut) -> String {
     let process = g
         .peak_process_bytes

@@ -29,7 +29,7 @@ pub fn apply(
     heap.allocated_bytes = c.allocated_bytes();
     heap.live_bytes = c.last.live_usable();
     heap.live_count = c.last.live_count();
-    heap.peak_bytes = c.peak_usable.max(heap.live_bytes);
+    heap.peak_bytes = c.peak_usable;
     heap.peak_time_s = if heap.peak_bytes > 0 {
         ns_to_s(c.peak_t)
     } else {

@@ -114,16 +114,7 @@ impl Text {
             writeln!(out, "   note: {n}")?;
         }
         let h = &p.heap;
-        writeln!(
-            out,
-            "heap: {} allocations ({}), {} frees, {} temporary; peak {} at {:.3} s",
-            h.allocations,
-            human_bytes(h.allocated_bytes),
-            h.frees,
-            h.temporary_allocations,
-            human_bytes(h.peak_bytes),
-            h.peak_time_s
-        )?;
+        writeln!(out, "heap: {}", super::heap_line(h))?;
         if let Some(n) = crate::report::counted::note(h) {
             writeln!(out, "   {n}")?;
         }
