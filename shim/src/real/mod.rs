@@ -128,6 +128,8 @@ symbols! {
     EXECVP = c"execvp";
     EXECVPE = c"execvpe";
     FEXECVE = c"fexecve";
+    SYSCALL = c"syscall";
+    CLONE = c"clone";
     DLCLOSE = c"dlclose";
     SCHED_SETAFFINITY = c"sched_setaffinity";
     PTHREAD_SETAFFINITY_NP = c"pthread_setaffinity_np";
@@ -139,6 +141,8 @@ pub static MBIND: LazySym = LazySym::new(c"mbind");
 pub static SET_MEMPOLICY: LazySym = LazySym::new(c"set_mempolicy");
 pub static MIGRATE_PAGES: LazySym = LazySym::new(c"migrate_pages");
 pub static MOVE_PAGES: LazySym = LazySym::new(c"move_pages");
+// glibc 2.34 and later.
+pub static EXECVEAT: LazySym = LazySym::new(c"execveat");
 
 /// True once every symbol has been looked up; false on the resolving thread while it resolves.
 #[inline]
