@@ -1,3 +1,6 @@
+//! glibc's `syscall`, for what it can do behind the shim's back: release a descriptor the shim keeps
+//! (`SYS_close`, `SYS_dup2`, `SYS_dup3`, `SYS_close_range`, told to `owned_fds`), or make a process.
+//!
 //! Processes made without `fork`: glibc's `syscall` with `SYS_fork`, `SYS_vfork`-free `SYS_clone`
 //! or `SYS_clone3`, and glibc's `clone` wrapper. No `pthread_atfork` handler runs in such a child, so
 //! without these hooks it would keep sending into its parent's channel, which no writer drains
@@ -29,6 +32,19 @@ pub extern "C" fn syscall(
     a4: c_long,
     a5: c_long,
 ) -> c_long {
+    match n {
+        libc::SYS_close => crate::owned_fds::released(a0 as c_int, a0 as c_int),
+        libc::SYS_dup2 | libc::SYS_dup3 if a0 != a1 => {
+            crate::owned_fds::released(a1 as c_int, a1 as c_int)
+        }
+        libc::SYS_close_range if a2 as u32 & libc::CLOSE_RANGE_CLOEXEC == 0 => {
+            crate::owned_fds::released(
+                (a0 as u32).min(i32::MAX as u32) as c_int,
+                (a1 as u32).min(i32::MAX as u32) as c_int,
+            )
+        }
+        _ => {}
+    }
     let forks = match n {
         libc::SYS_fork => true,
         libc::SYS_clone => new_process(a0 as u64),

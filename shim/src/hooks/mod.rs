@@ -9,6 +9,7 @@
 
 mod clone;
 mod exec_list;
+mod fds;
 mod heap;
 mod mmap;
 mod numa;
