@@ -331,6 +331,15 @@ pub fn atfork_child(child: extern "C" fn()) {
     unsafe { libc::pthread_atfork(None, None, Some(child)) };
 }
 
+/// Registers a handler that `quick_exit` runs.
+pub fn at_quick_exit(f: extern "C" fn()) {
+    extern "C" {
+        fn at_quick_exit(f: extern "C" fn()) -> libc::c_int;
+    }
+    // SAFETY: glibc's at_quick_exit takes a plain function that lives as long as the process.
+    unsafe { at_quick_exit(f) };
+}
+
 /// Reads a clock in nanoseconds.
 #[inline]
 pub fn clock_ns(clock: libc::clockid_t) -> u64 {
