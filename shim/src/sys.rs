@@ -170,6 +170,21 @@ pub fn file_id(fd: libc::c_int) -> Option<(u64, u64)> {
     (unsafe { libc::fstat(fd, &mut st) } == 0).then_some((st.st_dev, st.st_ino))
 }
 
+/// Opens `path` read-only, close-on-exec.
+pub fn open_read_only(path: &CStr) -> Option<OwnedFd> {
+    // SAFETY: `path` is NUL-terminated; the flags are plain integers.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    // SAFETY: a descriptor just opened, owned by nobody else.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Reads into `buf` from offset `off` of `fd` (one call: a `/proc` file gives its whole text).
+pub fn pread(fd: libc::c_int, buf: &mut [u8], off: i64) -> Option<usize> {
+    // SAFETY: `buf` is writable for its whole length, which is passed.
+    let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), off) };
+    (n >= 0).then_some(n as usize)
+}
+
 /// Writes all of `buf` to `fd`, retrying on EINTR and short writes.
 pub fn write_all(fd: libc::c_int, mut buf: &[u8]) -> io::Result<()> {
     while !buf.is_empty() {
