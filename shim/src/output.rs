@@ -17,8 +17,14 @@ use crate::sys;
 /// the file by its path (append-only, never following a symlink), checks that it is still the file
 /// the shim created (device, inode and length), writes and closes it. So the shim never writes a
 /// file of the program's, never closes a descriptor that has become the program's, and needs no
-/// descriptor of its own between frames. When even a brief descriptor cannot be had (a program
-/// at its `RLIMIT_NOFILE`), frames wait in memory for the next chance, the last chance being the end.
+/// descriptor of its own between frames.
+///
+/// When a frame cannot be written for a reason that may pass (no descriptor free under the
+/// program's `RLIMIT_NOFILE`, its `RLIMIT_FSIZE` reached, the disk full), it waits in memory for the
+/// next chance, the last chance being the end, where the soft limits are raised for a moment. A
+/// partly written frame is cut off, so the file always ends on a whole frame; and 1 MiB beyond its
+/// end is kept allocated on the disk, so the last frames (the end record among them) can still be
+/// written when the disk has filled meanwhile.
 pub struct TraceFile {
     path: CString,
     held: Option<OwnedFd>,
@@ -27,15 +33,27 @@ pub struct TraceFile {
     /// Bytes on disk so far: a file that took the trace's name and a freed inode number has
     /// another length.
     len: u64,
-    /// Frames that could not be written yet for want of a descriptor.
-    pending: Vec<u8>,
+    /// Frames that could not be written yet, oldest first, and their bytes.
+    pending: std::collections::VecDeque<Vec<u8>>,
+    pending_bytes: usize,
 }
 
 /// Below this soft `RLIMIT_NOFILE` the trace keeps no descriptor open.
 const MIN_NOFILE: u64 = 64;
 
-/// Frames kept in memory while no descriptor can be had, at most.
+/// Frames kept in memory while they cannot be written, at most.
 const MAX_PENDING: usize = 64 << 20;
+
+/// Disk space kept allocated beyond the end of the file, for the last frames.
+const RESERVE: i64 = 1 << 20;
+
+/// Whether a write error may pass: the frame waits instead of ending the trace.
+fn may_pass(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::EFBIG | libc::ENOSPC | libc::EDQUOT)
+    )
+}
 
 impl TraceFile {
     fn new(path: CString, fd: OwnedFd) -> io::Result<TraceFile> {
@@ -47,13 +65,17 @@ impl TraceFile {
         let held = (spare
             && crate::owned_fds::claim(fd.as_raw_fd(), crate::owned_fds::Owner::Trace))
         .then_some(fd);
+        if let Some(fd) = &held {
+            sys::reserve_beyond_end(fd.as_raw_fd(), 0, RESERVE);
+        }
         Ok(TraceFile {
             path,
             held,
             dev,
             ino,
             len: 0,
-            pending: Vec::new(),
+            pending: Default::default(),
+            pending_bytes: 0,
         })
     }
 
@@ -62,14 +84,13 @@ impl TraceFile {
         sys::file_id(fd) == Some((self.dev, self.ino))
     }
 
-    /// Writes `buf` whole through the held descriptor, or a reopened one.
+    /// Writes `buf` whole through the held descriptor, or a reopened one; on failure the file is
+    /// cut back to its last whole frame.
     fn write_now(&mut self, buf: &[u8]) -> io::Result<()> {
         if let Some(fd) = &self.held {
             let raw = fd.as_raw_fd();
             if crate::owned_fds::holds(raw, crate::owned_fds::Owner::Trace) && self.is_ours(raw) {
-                sys::write_all(raw, buf)?;
-                self.len += buf.len() as u64;
-                return Ok(());
+                return self.write_whole(raw, buf, true);
             }
             // Released by the program: the number is not ours to close any more.
             if let Some(fd) = self.held.take() {
@@ -85,19 +106,33 @@ impl TraceFile {
                 ))
             }
         }
-        sys::write_all(file.as_raw_fd(), buf)?;
+        self.write_whole(file.as_raw_fd(), buf, false)
+    }
+
+    fn write_whole(&mut self, fd: i32, buf: &[u8], held: bool) -> io::Result<()> {
+        if let Err(e) = sys::write_all(fd, buf) {
+            sys::truncate(fd, self.len);
+            if held {
+                // Cutting the frame off freed its blocks, and the reserve beyond them: take it back.
+                sys::reserve_beyond_end(fd, self.len as i64, RESERVE);
+            }
+            return Err(e);
+        }
         self.len += buf.len() as u64;
+        if held {
+            sys::reserve_beyond_end(fd, self.len as i64, RESERVE);
+        }
         Ok(())
     }
 
-    /// Writes what waited in memory, then `buf`; keeps both waiting when no descriptor is free.
+    /// Writes what waited, then `buf`; keeps them waiting while the cause may pass.
     fn write_or_keep(&mut self, buf: &[u8]) -> io::Result<()> {
-        if !self.pending.is_empty() {
-            let pending = std::mem::take(&mut self.pending);
-            if let Err(e) = self.write_now(&pending) {
-                self.pending = pending;
+        while let Some(frame) = self.pending.pop_front() {
+            if let Err(e) = self.write_now(&frame) {
+                self.pending.push_front(frame);
                 return self.keep(buf, e);
             }
+            self.pending_bytes -= frame.len();
         }
         match self.write_now(buf) {
             Ok(()) => Ok(()),
@@ -106,12 +141,37 @@ impl TraceFile {
     }
 
     fn keep(&mut self, buf: &[u8], e: io::Error) -> io::Result<()> {
-        let no_descriptor = matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE));
-        if !no_descriptor || self.pending.len() + buf.len() > MAX_PENDING {
+        if !may_pass(&e) || self.pending_bytes + buf.len() > MAX_PENDING {
             return Err(e);
         }
-        self.pending.extend_from_slice(buf);
+        self.pending_bytes += buf.len();
+        self.pending.push_back(buf.to_vec());
         Ok(())
+    }
+
+    /// At the end: every waiting frame, in order; once the disk proves full, only the last two
+    /// (the last events and the end record, which the reserved space takes), the others counted
+    /// lost (the reader sees the gap in the frames' numbers). Returns the bytes not written and why.
+    fn write_the_rest(&mut self) -> Option<(usize, io::Error)> {
+        let mut lost = 0;
+        let mut why = None;
+        while let Some(frame) = self.pending.pop_front() {
+            self.pending_bytes -= frame.len();
+            let Err(e) = self.write_now(&frame) else {
+                continue;
+            };
+            lost += frame.len();
+            if matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) {
+                while self.pending.len() > 2 {
+                    if let Some(f) = self.pending.pop_front() {
+                        self.pending_bytes -= f.len();
+                        lost += f.len();
+                    }
+                }
+            }
+            why = Some(e);
+        }
+        why.map(|e| (lost, e))
     }
 }
 
@@ -125,19 +185,25 @@ impl Write for TraceFile {
     }
 }
 
+impl TraceFile {
+    /// The last chance for what waited, once the end is written: the program is ending, and a
+    /// descriptor or a file size above its soft limits may be had for a moment. Returns the bytes
+    /// that still could not be written, and why.
+    pub fn finish_pending(&mut self) -> Option<(usize, io::Error)> {
+        if self.pending.is_empty() {
+            return None;
+        }
+        sys::with_limits_raised(|| self.write_the_rest())
+    }
+}
+
 impl Drop for TraceFile {
     fn drop(&mut self) {
-        if !self.pending.is_empty() {
-            // The last chance: the program is ending; a descriptor above its soft limit may be had.
-            let pending = std::mem::take(&mut self.pending);
-            let wrote = sys::with_nofile_raised(|| self.write_now(&pending));
-            if let Err(e) = wrote {
-                crate::session::warn(&format!(
-                    "{} bytes of the trace could not be written to {}: {e}",
-                    pending.len(),
-                    self.path.to_string_lossy()
-                ));
-            }
+        if let Some((n, e)) = self.finish_pending() {
+            crate::session::warn(&format!(
+                "{n} bytes of the trace could not be written to {}: {e}",
+                self.path.to_string_lossy()
+            ));
         }
         if let Some(fd) = self.held.take() {
             if !crate::owned_fds::holds(fd.as_raw_fd(), crate::owned_fds::Owner::Trace) {

@@ -204,30 +204,51 @@ pub fn write_all(fd: libc::c_int, mut buf: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// Runs `f` with the soft `RLIMIT_NOFILE` raised to the hard one, then puts it back: for the very
-/// end of a process that sits at its soft limit, when the shim needs one descriptor for a moment.
-pub fn with_nofile_raised<T>(f: impl FnOnce() -> T) -> T {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `r` is a valid, writable rlimit.
-    let read = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0;
-    let raise = read && r.rlim_cur < r.rlim_max;
-    if raise {
-        let up = libc::rlimit {
-            rlim_cur: r.rlim_max,
-            rlim_max: r.rlim_max,
+/// Runs `f` with the soft `RLIMIT_NOFILE` and `RLIMIT_FSIZE` raised to the hard ones, then puts
+/// them back: for the very end of a process that sits at its soft limits, when the shim needs one
+/// descriptor, or a file longer than the program allowed its own, for a moment.
+pub fn with_limits_raised<T>(f: impl FnOnce() -> T) -> T {
+    let raise = |which| {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
         };
-        // SAFETY: a valid rlimit value; raising the soft limit up to the hard one is always allowed.
-        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &up) };
-    }
+        // SAFETY: `r` is a valid, writable rlimit.
+        let read = unsafe { libc::getrlimit(which, &mut r) } == 0;
+        (read && r.rlim_cur < r.rlim_max).then(|| {
+            let up = libc::rlimit {
+                rlim_cur: r.rlim_max,
+                rlim_max: r.rlim_max,
+            };
+            // SAFETY: a valid rlimit value; raising a soft limit up to the hard one is allowed.
+            unsafe { libc::setrlimit(which, &up) };
+            (which, r)
+        })
+    };
+    let saved = [raise(libc::RLIMIT_NOFILE), raise(libc::RLIMIT_FSIZE)];
     let out = f();
-    if raise {
+    for (which, r) in saved.into_iter().flatten() {
         // SAFETY: as above; this puts back the value read before.
-        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) };
+        unsafe { libc::setrlimit(which, &r) };
     }
     out
+}
+
+/// Cuts the file open at `fd` back to `len` bytes (a frame written in part), and puts the file
+/// offset there, where the next write must go.
+pub fn truncate(fd: libc::c_int, len: u64) {
+    // SAFETY: ftruncate and lseek on any descriptor are safe; an error leaves the file as it was.
+    unsafe {
+        libc::ftruncate(fd, len as libc::off_t);
+        libc::lseek(fd, len as libc::off_t, libc::SEEK_SET);
+    }
+}
+
+/// Keeps `len` bytes of disk allocated beyond `end` without changing the file's length, where the
+/// file system can (best effort).
+pub fn reserve_beyond_end(fd: libc::c_int, end: i64, len: i64) {
+    // SAFETY: fallocate on any descriptor is safe; KEEP_SIZE leaves the length alone.
+    unsafe { libc::fallocate(fd, libc::FALLOC_FL_KEEP_SIZE, end, len) };
 }
 
 /// Writes a whole message to stderr without allocating or locking (stderr may be in use by the host).

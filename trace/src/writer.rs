@@ -136,6 +136,11 @@ impl<W: Write> TraceWriter<W> {
         self.out.write_all(&self.frame)
     }
 
+    /// The output, for what it must do beyond frames (the shim's trace file finishing what waited).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.out
+    }
+
     /// Flushes the last frame and gives back the output.
     pub fn finish(mut self) -> io::Result<W> {
         self.flush_frame()?;

@@ -18,13 +18,18 @@ impl Writer {
     /// Drains what producers already sent, symbolizes, writes the end and says where the trace is.
     pub(super) fn close(&mut self, reason: EndReason) {
         let result = self.drain_and_end(reason);
-        match result {
-            Ok(()) => session::say(&format!(
+        let lost = self.out.get_mut().finish_pending();
+        match (result, lost) {
+            (Ok(()), None) => session::say(&format!(
                 "trace written to {}; report it with: memshim report {}",
                 self.path.display(),
                 self.path.display()
             )),
-            Err(e) => self.fail(&e),
+            (Ok(()), Some((n, e))) => session::warn(&format!(
+                "trace written to {} without {n} bytes of its frames ({e}); the report says which are missing",
+                self.path.display()
+            )),
+            (Err(e), _) => self.fail(&e),
         }
     }
 
