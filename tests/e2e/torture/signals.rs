@@ -1,0 +1,34 @@
+//! Signal handlers that allocate while the interrupted code allocates: SIGALRM from a fast interval
+//! timer on the main thread, and SIGUSR1 sent to several allocating threads.
+use super::build::c;
+use super::harness::Case;
+
+const NO_ARGS: [&str; 0] = [];
+
+#[test]
+#[ignore = "issue 16: SIGSEGV in glibc's tcache: the shim uses glibc's heap inside the handler's malloc"]
+fn sigalrm_handler_allocates_while_main_allocates() {
+    let case = Case::new("sigalrm", &c("sigalrm"), &NO_ARGS);
+    let bare = case.all();
+    assert_eq!(bare.stdout_str(), "sigalrm done\nsignals many\n");
+    for report in case.reports() {
+        let p = crate::report::process_by_exe(&report, "sigalrm");
+        assert_eq!(p["truncated"], false, "{}", crate::report::dump(p));
+        assert_eq!(p["end"], "exit", "{}", crate::report::dump(p));
+    }
+}
+
+#[test]
+fn signal_handlers_allocate_on_several_threads() {
+    let case = Case::new("signal_threads", &c("signal_threads"), &NO_ARGS);
+    let bare = case.all();
+    assert_eq!(
+        bare.stdout_str(),
+        "signals 20000 every thread handled some\n"
+    );
+    for report in case.reports() {
+        let p = crate::report::process_by_exe(&report, "signal_threads");
+        assert_eq!(p["truncated"], false, "{}", crate::report::dump(p));
+        assert_eq!(p["end"], "exit", "{}", crate::report::dump(p));
+    }
+}
