@@ -49,6 +49,7 @@ mod sampler;
 mod sampling;
 mod seen_table;
 mod session;
+mod stack_bounds;
 mod stacks;
 mod symbolize;
 mod sys;

@@ -113,6 +113,50 @@ pub fn set_errno(e: i32) {
     unsafe { *libc::__errno_location() = e };
 }
 
+/// A file descriptor read with plain system calls (no `FILE`, no allocation), closed on drop.
+pub struct RawFile(libc::c_int);
+
+impl RawFile {
+    /// Opens `path` for reading, close-on-exec.
+    pub fn open_read(path: &CStr) -> Option<RawFile> {
+        // SAFETY: `path` is NUL-terminated; the flags are plain integers.
+        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        (fd >= 0).then_some(RawFile(fd))
+    }
+
+    /// Reads into `buf`, retrying on EINTR; `Some(0)` at the end of the file.
+    pub fn read(&self, buf: &mut [u8]) -> Option<usize> {
+        loop {
+            // SAFETY: `buf` is writable for its whole length, which is passed.
+            let n = unsafe { libc::read(self.0, buf.as_mut_ptr().cast(), buf.len()) };
+            if n >= 0 {
+                return Some(n as usize);
+            }
+            if errno() != libc::EINTR {
+                return None;
+            }
+        }
+    }
+}
+
+impl Drop for RawFile {
+    fn drop(&mut self) {
+        // SAFETY: the descriptor was opened by `open_read` and is closed once, here.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+/// The soft `RLIMIT_STACK` in bytes, `None` when unlimited.
+pub fn stack_rlimit() -> Option<usize> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `r` is a valid, writable rlimit.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut r) } == 0;
+    (ok && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur as usize)
+}
+
 /// Reads a whole small file under /proc.
 pub fn read_proc(path: &str) -> Option<Vec<u8>> {
     std::fs::read(path).ok()
