@@ -1,7 +1,7 @@
 //! rust_threads.rs - a Rust program: 8 threads build and drop strings, then one block is leaked.
 //! Build: rustc -g -C opt-level=0 -o rust_threads rust_threads.rs
 //! Each thread builds 10000 strings and sums their lengths; main leaks 777 B in `rust_leak`.
-//! Prints "rust threads 8 total 488890".
+//! Prints "rust threads 8 total 391120".
 use std::thread;
 
 #[no_mangle]

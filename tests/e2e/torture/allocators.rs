@@ -49,7 +49,7 @@ fn linked(name: &str, lib: &str, package: &str, flag: &str) {
 }
 
 #[test]
-#[ignore = "issue 16: hangs: the hook's pthread_getattr_np reallocs through jemalloc while jemalloc holds its lock"]
+#[ignore = "issue 16: hangs: jemalloc's own mmap, made holding its lock, is recorded; the unwinder's first TLS access mallocs into jemalloc again"]
 fn linked_with_jemalloc() {
     linked(
         "jemalloc",
@@ -91,7 +91,7 @@ fn preloaded_after(name: &str, lib: &str, package: &str) {
 }
 
 #[test]
-#[ignore = "issue 16: hangs: the hook's pthread_getattr_np reallocs through jemalloc while jemalloc holds its lock"]
+#[ignore = "issue 16: hangs: jemalloc's own mmap, made holding its lock, is recorded; the unwinder's first TLS access mallocs into jemalloc again"]
 fn jemalloc_preloaded_after_the_shim() {
     preloaded_after("jemalloc", "libjemalloc.so.2", "libjemalloc-dev");
 }
@@ -130,7 +130,7 @@ fn preloaded_before(name: &str, lib: &str, package: &str) {
 }
 
 #[test]
-#[ignore = "issue 16: hangs at start: dlsym's error path mallocs through jemalloc while jemalloc's own init holds its lock"]
+#[ignore = "issue 16: hangs: jemalloc's own mmap, made holding its lock, is recorded; the unwinder's first TLS access mallocs into jemalloc again"]
 fn jemalloc_preloaded_before_the_shim() {
     preloaded_before("jemalloc", "libjemalloc.so.2", "libjemalloc-dev");
 }

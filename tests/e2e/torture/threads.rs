@@ -66,7 +66,6 @@ fn underscore_exit_from_a_thread() {
 }
 
 #[test]
-#[ignore = "issue 16: hangs: the hook calls pthread_getattr_np, whose lock the thread holds"]
 fn pthread_getattr_np_before_the_first_allocation() {
     let case = Case::new("getattr_first", &c("getattr_first"), &NO_ARGS);
     let bare = case.all();
