@@ -50,11 +50,11 @@ fn cxx_library_with_allocating_static_initialisers() {
 fn cuda_driver_that_binds_its_own_symbols_through_the_global_scope() {
     program(
         "libcuda_global.c",
-        "cuda_global/libcuda.so.1",
+        "cuda_global_driver/libcuda.so.1",
         &["-shared", "-fPIC", "-g", "-O0", "-ldl"],
     );
     let case = Case::new("cuda_global", &c("cuda_global"), &[] as &[&str])
-        .env("LD_LIBRARY_PATH", build_dir().join("cuda_global"));
+        .env("LD_LIBRARY_PATH", build_dir().join("cuda_global_driver"));
     let bare = case.all();
     assert_eq!(bare.stdout_str(), "init 0\nalloc 0 0 0\npair 0 0\ndone\n");
     for report in case.reports() {
