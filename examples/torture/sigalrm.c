@@ -15,6 +15,8 @@
 void *volatile sink;
 static volatile sig_atomic_t count;
 
+__attribute__((noinline)) static void alarm_main_leak(void) { sink = malloc(4000); }
+
 static void on_alarm(int sig) {
     (void)sig;
     char *p = malloc(200);
@@ -44,6 +46,7 @@ int main(void) {
     }
     struct itimerval off = {{0, 0}, {0, 0}};
     setitimer(ITIMER_REAL, &off, NULL);
+    alarm_main_leak();
     printf("sigalrm done\n");
     if (count >= 100)
         printf("signals many\n");

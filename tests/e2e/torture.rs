@@ -20,3 +20,4 @@ mod runtimes;
 mod signals;
 mod spawn;
 mod threads;
+mod workdir;

@@ -94,12 +94,17 @@ impl Case {
         let out = self.preload_traces();
         std::fs::create_dir_all(&out)
             .unwrap_or_else(|e| panic!("cannot create {}: {e}", out.display()));
+        self.preload_into(&out)
+    }
+
+    /// As [`Case::preload`], with `MEMSHIM_OUTPUT` exactly `out` (which may be relative).
+    pub fn preload_into(&self, out: &Path) -> Ran {
         let mut libs = self.before.clone();
         libs.push(shim_lib());
         let mut cmd = self.command(&self.prog);
         cmd.args(&self.args)
             .env("LD_PRELOAD", join(&libs))
-            .env("MEMSHIM_OUTPUT", &out);
+            .env("MEMSHIM_OUTPUT", out);
         deadline::run(&mut cmd, &self.dir.root, "preload")
     }
 

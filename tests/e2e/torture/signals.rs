@@ -1,7 +1,8 @@
 //! Signal handlers that allocate while the interrupted code allocates: SIGALRM from a fast interval
 //! timer on the main thread, and SIGUSR1 sent to several allocating threads.
 use super::build::c;
-use super::harness::Case;
+use super::harness::{leaks_by_function, Case};
+use crate::report::*;
 
 const NO_ARGS: [&str; 0] = [];
 
@@ -12,9 +13,15 @@ fn sigalrm_handler_allocates_while_main_allocates() {
     let bare = case.all();
     assert_eq!(bare.stdout_str(), "sigalrm done\nsignals many\n");
     for report in case.reports() {
-        let p = crate::report::process_by_exe(&report, "sigalrm");
-        assert_eq!(p["truncated"], false, "{}", crate::report::dump(p));
-        assert_eq!(p["end"], "exit", "{}", crate::report::dump(p));
+        let p = process_by_exe(&report, "sigalrm");
+        assert_eq!(p["truncated"], false, "{}", dump(p));
+        assert_eq!(p["end"], "exit", "{}", dump(p));
+        assert_eq!(
+            leaks_by_function(p, &["alarm_main_leak", "on_alarm"]),
+            expected(&[("alarm_main_leak", 4000, 1)]),
+            "{}",
+            dump(p)
+        );
     }
 }
 
@@ -27,8 +34,14 @@ fn signal_handlers_allocate_on_several_threads() {
         "signals 20000 every thread handled some\n"
     );
     for report in case.reports() {
-        let p = crate::report::process_by_exe(&report, "signal_threads");
-        assert_eq!(p["truncated"], false, "{}", crate::report::dump(p));
-        assert_eq!(p["end"], "exit", "{}", crate::report::dump(p));
+        let p = process_by_exe(&report, "signal_threads");
+        assert_eq!(p["truncated"], false, "{}", dump(p));
+        assert_eq!(p["end"], "exit", "{}", dump(p));
+        assert_eq!(
+            leaks_by_function(p, &["signal_main_leak", "on_usr1"]),
+            expected(&[("signal_main_leak", 3000, 1)]),
+            "{}",
+            dump(p)
+        );
     }
 }
