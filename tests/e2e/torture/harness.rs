@@ -126,10 +126,18 @@ impl Case {
         ]
     }
 
-    /// The one process `exe` of both reports must have exactly `want` among the sites of `funcs`.
+    /// The one process `exe` of both reports must have exactly `want` among the sites of `funcs`,
+    /// and its trace must be complete.
     pub fn assert_leaks(&self, exe: &str, funcs: &[&str], want: &[(&str, u64, u64)]) {
         for report in self.reports() {
             let p = process_by_exe(&report, exe);
+            assert_eq!(
+                p["truncated"],
+                false,
+                "the trace of {exe} is incomplete: {}\nnotes: {}",
+                dump(p),
+                p["notes"]
+            );
             assert_eq!(
                 leaks_by_function(p, funcs),
                 expected(want),
