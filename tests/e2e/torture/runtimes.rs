@@ -4,6 +4,7 @@ use std::path::Path;
 
 use super::build::program;
 use super::harness::Case;
+use crate::report::*;
 
 #[test]
 fn rust_program_with_threads() {
@@ -28,6 +29,16 @@ fn memshim_itself_under_the_shim() {
         "{}",
         bare.describe()
     );
+    complete_trace(&case, "memshim");
+}
+
+/// The traced runs left one complete trace of `exe` each.
+fn complete_trace(case: &Case, exe: &str) {
+    for report in case.reports() {
+        let p = process_by_exe(&report, exe);
+        assert_eq!(p["truncated"], false, "{}", dump(p));
+        assert_eq!(p["end"], "exit", "{}", dump(p));
+    }
 }
 
 #[test]
