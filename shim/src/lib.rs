@@ -39,6 +39,7 @@ mod modules;
 mod msg;
 mod nvml;
 mod output;
+mod owned_fds;
 mod perf_fd;
 mod placement;
 mod python;

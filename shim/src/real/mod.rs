@@ -128,6 +128,11 @@ symbols! {
     EXECVP = c"execvp";
     EXECVPE = c"execvpe";
     FEXECVE = c"fexecve";
+    SYSCALL = c"syscall";
+    CLOSE = c"close";
+    DUP2 = c"dup2";
+    DUP3 = c"dup3";
+    CLONE = c"clone";
     DLCLOSE = c"dlclose";
     SCHED_SETAFFINITY = c"sched_setaffinity";
     PTHREAD_SETAFFINITY_NP = c"pthread_setaffinity_np";
@@ -139,6 +144,10 @@ pub static MBIND: LazySym = LazySym::new(c"mbind");
 pub static SET_MEMPOLICY: LazySym = LazySym::new(c"set_mempolicy");
 pub static MIGRATE_PAGES: LazySym = LazySym::new(c"migrate_pages");
 pub static MOVE_PAGES: LazySym = LazySym::new(c"move_pages");
+// glibc 2.34 and later.
+pub static EXECVEAT: LazySym = LazySym::new(c"execveat");
+pub static CLOSE_RANGE: LazySym = LazySym::new(c"close_range");
+pub static CLOSEFROM: LazySym = LazySym::new(c"closefrom");
 
 /// True once every symbol has been looked up; false on the resolving thread while it resolves.
 #[inline]
@@ -237,11 +246,14 @@ macro_rules! call {
     };
 }
 
+mod fds;
 mod heap;
 mod map;
 mod numa;
 mod process;
 
+#[cfg_attr(test, allow(unused_imports))]
+pub use fds::*;
 pub use heap::*;
 pub use map::*;
 // Only the hooks call these, and the hooks are not built for unit tests.
