@@ -6,7 +6,6 @@ use super::harness::Case;
 const NO_ARGS: [&str; 0] = [];
 
 #[test]
-#[ignore = "issue 16: the shim takes one of the program's new descriptors (files ok 7 of 8)"]
 fn closes_every_descriptor_and_opens_its_own() {
     let case = Case::new("close_all", &c("close_all"), &NO_ARGS);
     let bare = case.all();
@@ -19,7 +18,6 @@ fn closes_every_descriptor_and_opens_its_own() {
 }
 
 #[test]
-#[ignore = "issue 16: the trace is lost: the leak made after the dup2s is missing"]
 fn dup2s_its_own_file_over_every_descriptor() {
     let case = Case::new("dup2_all", &c("dup2_all"), &NO_ARGS);
     let bare = case.all();

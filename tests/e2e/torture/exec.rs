@@ -44,19 +44,16 @@ fn exec_call(call: &str) {
 }
 
 #[test]
-#[ignore = "issue 16: the image before execl is left as killed or crashed (end null, truncated)"]
 fn exec_with_execl() {
     exec_call("execl");
 }
 
 #[test]
-#[ignore = "issue 16: the image before execlp is left as killed or crashed (end null, truncated)"]
 fn exec_with_execlp() {
     exec_call("execlp");
 }
 
 #[test]
-#[ignore = "issue 16: the image before execle is left as killed or crashed (end null, truncated)"]
 fn exec_with_execle() {
     exec_call("execle");
 }
@@ -77,7 +74,6 @@ fn exec_with_execve() {
 }
 
 #[test]
-#[ignore = "issue 16: the image before execveat is left as killed or crashed (end null, truncated)"]
 fn exec_with_execveat() {
     exec_call("execveat");
 }

@@ -107,13 +107,11 @@ fn posix_spawn_child() {
 }
 
 #[test]
-#[ignore = "issue 16: hangs: the raw clone child's channel fills and no writer drains it"]
 fn raw_clone_child_that_allocates() {
     spawned("clone", "spawn_child", ("clone_child_leak", 555, 1), "");
 }
 
 #[test]
-#[ignore = "issue 16: hangs: the SYS_fork child's channel fills and no writer drains it"]
 fn sys_fork_child_that_allocates() {
     spawned("sys_fork", "spawn_child", ("clone_child_leak", 555, 1), "");
 }

@@ -7,7 +7,6 @@ use super::harness::{assert_same, leaks_by_function, Case, Via};
 use crate::report::*;
 
 #[test]
-#[ignore = "issue 16: the forked child writes its trace into the program's new working directory (work/traces)"]
 fn relative_output_directory_and_chdir() {
     let case = Case::new("chdir_relative", &c("chdir_relative"), &[] as &[&str]);
     let bare = case.bare();
