@@ -5,9 +5,9 @@ use super::harness::Case;
 
 const NO_ARGS: [&str; 0] = [];
 
-#[test]
-fn closes_every_descriptor_and_opens_its_own() {
-    let case = Case::new("close_all", &c("close_all"), &NO_ARGS);
+/// `close_all HOW`: the program's 8 new descriptors stay its own, and the leak after them is seen.
+fn close_all(how: &str) {
+    let case = Case::new(&format!("close_all_{how}"), &c("close_all"), &[how]);
     let bare = case.all();
     assert_eq!(bare.stdout_str(), "fds 3 4 5 6 7 8 9 10\nfiles ok 8\n");
     case.assert_leaks(
@@ -15,6 +15,21 @@ fn closes_every_descriptor_and_opens_its_own() {
         &["after_close_leak"],
         &[("after_close_leak", 1000, 1)],
     );
+}
+
+#[test]
+fn closes_every_descriptor_and_opens_its_own() {
+    close_all("loop");
+}
+
+#[test]
+fn closefrom_and_opens_its_own() {
+    close_all("closefrom");
+}
+
+#[test]
+fn close_range_syscall_and_opens_its_own() {
+    close_all("close_range");
 }
 
 #[test]

@@ -67,3 +67,31 @@ fn sigsegv_right_after_a_burst() {
 fn sigterm_to_itself_right_after_a_burst() {
     crash("term", libc::SIGTERM);
 }
+
+/// `crash DEATH_handled`: the program's own handler runs (prints, exits 42) and the burst is traced.
+fn handled(death: &str, name: &str) {
+    let case = Case::new(&format!("crash_{death}"), &c("crash"), &[death]);
+    let bare = case.all();
+    assert_eq!(bare.status.code(), Some(42), "{}", bare.describe());
+    assert_eq!(bare.stdout_str(), format!("burst\nhandled {name}\n"));
+    for report in case.reports() {
+        let p = process_by_exe(&report, "crash");
+        assert_eq!(
+            leaks_by_function(p, &["last_burst"]),
+            expected(&[("last_burst", 300000, 3000)]),
+            "{}\nnotes: {}",
+            dump(p),
+            p["notes"]
+        );
+    }
+}
+
+#[test]
+fn sigsegv_with_the_programs_own_handler() {
+    handled("segv_handled", "SIGSEGV");
+}
+
+#[test]
+fn sigterm_with_the_programs_own_handler() {
+    handled("term_handled", "SIGTERM");
+}
