@@ -46,7 +46,6 @@ fn cxx_library_with_allocating_static_initialisers() {
 }
 
 #[test]
-#[ignore = "issue 16: every call through the handed-out wrappers returns CUDA_ERROR_NOT_INITIALIZED"]
 fn cuda_driver_that_binds_its_own_symbols_through_the_global_scope() {
     program(
         "libcuda_global.c",
