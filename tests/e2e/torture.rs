@@ -12,6 +12,7 @@ mod harness;
 mod allocators;
 mod descriptors;
 mod exec;
+mod exits;
 mod leaks;
 mod libraries;
 mod limits;

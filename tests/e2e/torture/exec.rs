@@ -102,3 +102,35 @@ fn a_chain_of_six_execs() {
         }
     }
 }
+
+#[test]
+fn exec_from_a_thread_while_others_allocate() {
+    let target = c("alloc_many");
+    let case = Case::new(
+        "exec_from_thread",
+        &c("exec_from_thread"),
+        &[target.to_str().expect("utf-8 path")],
+    );
+    let bare = case.all();
+    assert_eq!(bare.stdout_str(), "exec from a thread\nalloc_many 1\n");
+    let funcs = ["before_exec", "target_leak"];
+    for report in case.reports() {
+        let before = process_by_exe(&report, "exec_from_thread");
+        assert_eq!(before["end"], "exec", "{}", dump(before));
+        assert_eq!(before["truncated"], false, "{}", dump(before));
+        assert_eq!(
+            leaks_by_function(before, &funcs),
+            expected(&[("before_exec", 333, 1)]),
+            "{}",
+            dump(before)
+        );
+        let after = process_by_exe(&report, "alloc_many");
+        assert_eq!(after["pid"], before["pid"], "exec keeps the pid");
+        assert_eq!(
+            leaks_by_function(after, &funcs),
+            expected(&[("target_leak", 444, 1)]),
+            "{}",
+            dump(after)
+        );
+    }
+}

@@ -41,3 +41,15 @@ fn address_space_limit_and_malloc_returning_null() {
         );
     }
 }
+
+#[test]
+fn three_hundred_threads_with_a_descriptor_each_under_a_limit_of_400() {
+    let case = Case::new("many_threads_fds", &c("many_threads_fds"), &NO_ARGS);
+    let bare = case.all();
+    assert_eq!(bare.stdout_str(), "threads 300 opened 300\n");
+    case.assert_leaks(
+        "many_threads_fds",
+        &["thread_leak"],
+        &[("thread_leak", 9000, 300)],
+    );
+}
