@@ -28,6 +28,7 @@ mod bootstrap;
 mod clock;
 mod config;
 mod counters;
+mod crash;
 mod cuda;
 mod global_alloc;
 mod guard;

@@ -6,7 +6,9 @@
 //!
 //! Never: block the host forever. Producers wait on a full channel (backpressure), but the writer
 //! never waits on them, and every wait at exit has a deadline.
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering,
+};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -38,6 +40,12 @@ static HEAP_ON: AtomicBool = AtomicBool::new(false);
 static MMAP_ON: AtomicBool = AtomicBool::new(false);
 static CUDA_ON: AtomicBool = AtomicBool::new(false);
 static CONFIG: OnceLock<Config> = OnceLock::new();
+/// The signal whose arrival asked the writer to end the trace now (0: none).
+static SIGNAL_END: AtomicI32 = AtomicI32::new(0);
+/// Set by the writer once that end is on disk.
+static SIGNAL_END_DONE: AtomicBool = AtomicBool::new(false);
+/// The longest a signal handler waits for the writer.
+const SIGNAL_WAIT: Duration = Duration::from_secs(3);
 static SEEN: OnceLock<stacks::SeenTable> = OnceLock::new();
 
 /// Called once from the library constructor.
@@ -69,6 +77,7 @@ pub fn init() {
     CUDA_ON.store(cfg.cuda, Ordering::Relaxed);
     sys::atfork_child(after_fork_in_child);
     crate::counters::open();
+    crate::crash::install();
     STATE.store(STARTING, Ordering::SeqCst);
     begin();
 }
@@ -289,6 +298,38 @@ pub fn finish(reason: EndReason) -> bool {
     });
     let _ = ack_rx.recv_timeout(EXIT_WAIT);
     true
+}
+
+/// From a signal handler (see `crash`): has the writer put everything recorded on disk with an end
+/// that names `sig`, and waits for it (with a deadline). Only atomics and `nanosleep`: nothing here
+/// may take a lock or allocate.
+pub fn end_on_signal(sig: i32) {
+    if STATE.load(Ordering::Acquire) != RUNNING
+        || OWNER_PID.load(Ordering::Acquire) != sys::getpid()
+    {
+        return;
+    }
+    // The first signal names the end; a second thread's crash waits for the same end.
+    let _ = SIGNAL_END.compare_exchange(0, sig, Ordering::AcqRel, Ordering::Acquire);
+    // Later events are not the program's last moment any more: stop recording them.
+    STATE.store(STOPPED, Ordering::Release);
+    let deadline = clock::monotonic_ns() + SIGNAL_WAIT.as_nanos() as u64;
+    while !SIGNAL_END_DONE.load(Ordering::Acquire) && clock::monotonic_ns() < deadline {
+        sys::nap_signal_safe(Duration::from_millis(1));
+    }
+}
+
+/// For the writer: the signal that asked it to end the trace now, if one did.
+pub fn signal_end() -> Option<i32> {
+    match SIGNAL_END.load(Ordering::Acquire) {
+        0 => None,
+        sig => Some(sig),
+    }
+}
+
+/// For the writer: the end asked for by a signal is on disk.
+pub fn signal_end_done() {
+    SIGNAL_END_DONE.store(true, Ordering::Release);
 }
 
 /// In the thin sampling mode, sends the running totals of every allocation and free.

@@ -304,6 +304,16 @@ pub fn stack_rlimit() -> Option<usize> {
     (ok && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur as usize)
 }
 
+/// Sleeps with `nanosleep`, which is async-signal-safe (std's sleep may not be on every platform).
+pub fn nap_signal_safe(d: std::time::Duration) {
+    let ts = libc::timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: a valid timespec; a null remainder is allowed.
+    unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+}
+
 /// Reads a whole small file under /proc.
 pub fn read_proc(path: &str) -> Option<Vec<u8>> {
     std::fs::read(path).ok()

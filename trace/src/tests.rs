@@ -186,11 +186,12 @@ fn foreign_file_is_rejected() {
 #[test]
 fn newer_version_names_both_versions() {
     let mut bytes = write(None, 100);
-    bytes[8..12].copy_from_slice(&7u32.to_le_bytes());
+    bytes[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
     let err = read_all(&bytes).err().unwrap();
     let msg = err.to_string();
     assert!(
-        msg.contains("version 7") && msg.contains("versions 1 to 6"),
+        msg.contains(&format!("version {}", FORMAT_VERSION + 1))
+            && msg.contains(&format!("versions 1 to {FORMAT_VERSION}")),
         "{msg}"
     );
 }

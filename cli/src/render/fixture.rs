@@ -76,6 +76,7 @@ fn process(pid: u32, argv: &[&str]) -> Process {
         forked: false,
         truncated: false,
         end: Some("exit"),
+        end_signal: None,
         dropped_events: 0,
         sampling_bytes: None,
         python: None,

@@ -14,3 +14,4 @@ mod heap;
 mod mmap;
 mod numa;
 pub(crate) mod process;
+mod signals;

@@ -130,6 +130,8 @@ symbols! {
     FEXECVE = c"fexecve";
     SYSCALL = c"syscall";
     CLOSE = c"close";
+    SIGACTION = c"sigaction";
+    SIGNAL = c"signal";
     DUP2 = c"dup2";
     DUP3 = c"dup3";
     CLONE = c"clone";
@@ -251,11 +253,13 @@ mod heap;
 mod map;
 mod numa;
 mod process;
+mod signals;
 
 #[cfg_attr(test, allow(unused_imports))]
 pub use fds::*;
 pub use heap::*;
 pub use map::*;
+pub use signals::*;
 // Only the hooks call these, and the hooks are not built for unit tests.
 #[cfg_attr(test, allow(unused_imports))]
 pub use numa::*;

@@ -74,8 +74,11 @@ pub struct Process {
     pub duration_s: f64,
     pub forked: bool,
     pub truncated: bool,
-    /// "exit", "quick_exit", "exec", "failure", or null when the trace has no end.
+    /// "exit", "quick_exit", "exec", "failure", "signal", or null when the trace has no end.
     pub end: Option<&'static str>,
+    /// With `end` "signal": which one (`SIGSEGV`, ...). The shim's handler wrote the trace whole,
+    /// then the signal took its default action.
+    pub end_signal: Option<String>,
     pub dropped_events: u64,
     /// Host stacks were sampled, one per this many bytes on average; null when every stack was taken.
     pub sampling_bytes: Option<u64>,
