@@ -51,19 +51,16 @@ fn crash(death: &str, signal: i32) {
 }
 
 #[test]
-#[ignore = "issue 16: the last 3000 allocations before abort are lost"]
 fn abort_right_after_a_burst() {
     crash("abort", libc::SIGABRT);
 }
 
 #[test]
-#[ignore = "issue 16: the last 3000 allocations before SIGSEGV are lost"]
 fn sigsegv_right_after_a_burst() {
     crash("segv", libc::SIGSEGV);
 }
 
 #[test]
-#[ignore = "issue 16: the last 3000 allocations before SIGTERM are lost"]
 fn sigterm_to_itself_right_after_a_burst() {
     crash("term", libc::SIGTERM);
 }
