@@ -79,3 +79,12 @@ fn pthread_getattr_np_before_the_first_allocation() {
         assert_eq!(process_by_exe(&report, "getattr_first")["truncated"], false);
     }
 }
+
+#[test]
+fn pthread_cancel_of_allocating_threads() {
+    let case = Case::new("cancel", &c("cancel"), &NO_ARGS);
+    let bare = case.all();
+    assert_eq!(bare.stdout_str(), "cancelled 8\n");
+    // A thread cancelled in its write leaves its loop's block behind, so only thread_leak is fixed.
+    case.assert_leaks("cancel", &["thread_leak"], &[("thread_leak", 320, 8)]);
+}
