@@ -115,3 +115,37 @@ fn raw_clone_child_that_allocates() {
 fn sys_fork_child_that_allocates() {
     spawned("sys_fork", "spawn_child", ("clone_child_leak", 555, 1), "");
 }
+
+#[test]
+fn popen_and_system() {
+    let case = Case::new("popen_system", &c("popen_system"), &NO_ARGS);
+    let bare = case.all();
+    assert_eq!(
+        bare.stdout_str(),
+        "read: from the child\npclose 0\nsystem 3\n"
+    );
+    for report in case.reports() {
+        let parents: Vec<_> = processes_by_exe(&report, "popen_system")
+            .into_iter()
+            .filter(|p| p["forked"] == false)
+            .collect();
+        assert_eq!(parents.len(), 1, "{}", summary(&report));
+        let p = parents[0];
+        assert_eq!(p["truncated"], false, "{}", dump(p));
+        assert_eq!(
+            leaks_by_function(p, &["parent_leak"]),
+            expected(&[("parent_leak", 222, 1)]),
+            "{}",
+            dump(p)
+        );
+        // Both shells are traced processes of their own and end normally.
+        let shells: Vec<_> = processes(&report)
+            .iter()
+            .filter(|q| q["exe"].as_str().is_some_and(|e| e.ends_with("sh")))
+            .collect();
+        assert!(shells.len() >= 2, "{}", summary(&report));
+        for sh in shells {
+            assert_eq!(sh["truncated"], false, "{}", dump(sh));
+        }
+    }
+}
