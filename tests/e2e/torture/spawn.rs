@@ -149,3 +149,33 @@ fn popen_and_system() {
         }
     }
 }
+
+/// The vfork child's blocks live in the parent's heap (the child borrowed it): they are the parent's.
+#[test]
+fn vfork_child_that_allocates_before_exec() {
+    let target = c("alloc_many");
+    let case = Case::new(
+        "vfork_alloc",
+        &c("vfork_alloc"),
+        &[target.to_str().expect("utf-8 path")],
+    );
+    let bare = case.all();
+    assert_eq!(bare.stdout_str(), "alloc_many 1\nvfork status 0\n");
+    for report in case.reports() {
+        let parent = process_by_exe(&report, "vfork_alloc");
+        assert_eq!(parent["truncated"], false, "{}", dump(parent));
+        assert_eq!(
+            leaks_by_function(parent, &["parent_leak", "child_arg"]),
+            expected(&[("child_arg", 800, 8), ("parent_leak", 333, 1)]),
+            "{}",
+            dump(parent)
+        );
+        let child = process_by_exe(&report, "alloc_many");
+        assert_eq!(
+            leaks_by_function(child, &["target_leak"]),
+            expected(&[("target_leak", 444, 1)]),
+            "{}",
+            dump(child)
+        );
+    }
+}
