@@ -1,7 +1,7 @@
 //! New processes: fork in a busy multi-threaded program, vfork + exec, posix_spawn, and children
 //! made with the raw `clone` and `fork` system calls (no fork handler runs in them).
 use super::build::c;
-use super::harness::{leaks_by_function, Case};
+use super::harness::{assert_same, leaks_by_function, Case, Via};
 use crate::report::*;
 
 const NO_ARGS: [&str; 0] = [];
@@ -177,5 +177,52 @@ fn vfork_child_that_allocates_before_exec() {
             "{}",
             dump(child)
         );
+    }
+}
+
+/// `daemon`'s child detaches and goes on after the command ended: its trace must still be whole.
+#[test]
+fn daemon_child_outlives_the_command() {
+    let case = Case::new("daemon", &c("daemon"), &NO_ARGS);
+    let done = case.dir.path("done");
+    let wait_done = || {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !done.exists() {
+            assert!(
+                std::time::Instant::now() < until,
+                "the daemon never finished"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        std::fs::remove_file(&done).expect("remove the daemon's file");
+    };
+    let bare = case.bare();
+    wait_done();
+    assert_eq!(bare.stdout_str(), "parent done\n");
+    let run = case.run();
+    wait_done();
+    assert_same(&bare, &run, Via::Run);
+    let preload = case.preload();
+    wait_done();
+    assert_same(&bare, &preload, Via::Preload);
+    for report in case.reports() {
+        let procs = processes_by_exe(&report, "daemon");
+        assert_eq!(procs.len(), 2, "{}", summary(&report));
+        for p in procs {
+            let want = if p["forked"] == true {
+                ("daemon_leak", 555, 1)
+            } else {
+                ("parent_leak", 111, 1)
+            };
+            assert_eq!(p["truncated"], false, "{}", dump(p));
+            assert_eq!(p["end"], "exit", "{}", dump(p));
+            let funcs = ["daemon_leak", "parent_leak"];
+            assert_eq!(
+                leaks_by_function(p, &funcs),
+                expected(&[want]),
+                "{}",
+                dump(p)
+            );
+        }
     }
 }
