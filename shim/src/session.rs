@@ -50,6 +50,9 @@ static SEEN: OnceLock<stacks::SeenTable> = OnceLock::new();
 
 /// Called once from the library constructor.
 pub fn init() {
+    // A panic inside the shim is caught where it happens and stops tracing with one warning line;
+    // the default hook would print its message and backtrace into the program's stderr first.
+    std::panic::set_hook(Box::new(|_| {}));
     let cfg = CONFIG.get_or_init(Config::from_env);
     for w in &cfg.warnings {
         warn(w);
@@ -73,13 +76,26 @@ pub fn init() {
         let _ = SEEN.set(table);
     }
     HEAP_ON.store(cfg.heap, Ordering::Relaxed);
-    MMAP_ON.store(cfg.mmap, Ordering::Relaxed);
+    // An allocator loaded before the shim serves the program's heap calls without the shim seeing
+    // them, and maps its arenas through the shim's mmap hook, often holding its own locks (a stack
+    // captured there can wait on them): its mappings are not the program's, so none are recorded.
+    let foreign = crate::real::foreign_malloc();
+    MMAP_ON.store(cfg.mmap && foreign.is_none(), Ordering::Relaxed);
     CUDA_ON.store(cfg.cuda, Ordering::Relaxed);
     sys::atfork_child(after_fork_in_child);
     crate::counters::open();
     crate::crash::install();
     STATE.store(STARTING, Ordering::SeqCst);
     begin();
+    if let Some(lib) = foreign {
+        let text = format!(
+            "the program's malloc is {lib}'s, loaded before libmemshim.so: its heap calls do not reach memshim and anonymous mappings are not recorded; put libmemshim.so first in LD_PRELOAD to trace the heap"
+        );
+        warn(&text);
+        send(Msg::Record(memshim_trace::Record::Note(
+            memshim_trace::Note { text },
+        )));
+    }
 }
 
 /// Whether heap calls are to be recorded at all (`MEMSHIM_HEAP`): a load, asked before anything else.
@@ -94,17 +110,13 @@ pub fn heap_active() -> bool {
     HEAP_ON.load(Ordering::Relaxed) && active()
 }
 
-/// Whether heap calls are being counted now in the thin sampling mode, asked after
-/// [`heap_enabled`]. Calls nothing that could allocate except to start a pending trace, which it
-/// does inside the guard.
+/// Whether heap calls are being counted now in the thin sampling mode, asked by a heap hook that
+/// holds the guard (see `recorder::enter_heap`); starts a pending trace.
 #[inline]
-pub fn heap_counting() -> bool {
-    if crate::guard::inside() {
-        return false;
-    }
+pub fn heap_counting_guarded() -> bool {
     match STATE.load(Ordering::Acquire) {
         RUNNING => true,
-        _ => crate::guard::enter().is_some_and(|_g| heap_active()),
+        _ => heap_active(),
     }
 }
 
@@ -240,7 +252,11 @@ pub fn first_sighting(hash: u64) -> bool {
     SEEN.get().is_none_or(|t| t.first_sighting(hash))
 }
 
-/// Sends a message to the writer, waiting while the channel is full.
+/// Sends a message to the writer, waiting while the channel is full. It never parks on the channel:
+/// crossbeam's parking takes the thread's std handle, which a thread in its TLS destructors no
+/// longer has (a free at thread exit would panic there), and registers a destructor under the
+/// loader's lock; so it naps and tries again. A full channel in a process that is not the trace's
+/// owner is a child made behind the shim's back (an inline `fork` system call): it starts afresh.
 #[inline]
 pub fn send(msg: Msg) {
     let p = SENDER.load(Ordering::Acquire);
@@ -251,10 +267,27 @@ pub fn send(msg: Msg) {
     // SAFETY: a non-null SENDER points to a leaked Box that is never freed.
     #[allow(unsafe_code)]
     let tx = unsafe { &*p };
-    if tx.send(msg).is_err() {
-        // The writer is gone (it failed, or the trace was closed): stop recording.
-        DROPPED.fetch_add(1, Ordering::Relaxed);
-        let _ = STATE.compare_exchange(RUNNING, STOPPED, Ordering::AcqRel, Ordering::Relaxed);
+    let mut msg = msg;
+    loop {
+        match tx.try_send(msg) {
+            Ok(()) => return,
+            Err(crossbeam_channel::TrySendError::Full(m)) => {
+                if OWNER_PID.load(Ordering::Acquire) != sys::getpid() {
+                    DROPPED.fetch_add(1, Ordering::Relaxed);
+                    after_fork_in_child();
+                    return;
+                }
+                msg = m;
+                sys::nap_signal_safe(Duration::from_micros(50));
+            }
+            Err(crossbeam_channel::TrySendError::Disconnected(_)) => {
+                // The writer is gone (it failed, or the trace was closed): stop recording.
+                DROPPED.fetch_add(1, Ordering::Relaxed);
+                let _ =
+                    STATE.compare_exchange(RUNNING, STOPPED, Ordering::AcqRel, Ordering::Relaxed);
+                return;
+            }
+        }
     }
 }
 
