@@ -49,7 +49,6 @@ fn linked(name: &str, lib: &str, package: &str, flag: &str) {
 }
 
 #[test]
-#[ignore = "issue 16: hangs: jemalloc's own mmap, made holding its lock, is recorded; the unwinder's first TLS access mallocs into jemalloc again"]
 fn linked_with_jemalloc() {
     linked(
         "jemalloc",
@@ -91,7 +90,6 @@ fn preloaded_after(name: &str, lib: &str, package: &str) {
 }
 
 #[test]
-#[ignore = "issue 16: hangs: jemalloc's own mmap, made holding its lock, is recorded; the unwinder's first TLS access mallocs into jemalloc again"]
 fn jemalloc_preloaded_after_the_shim() {
     preloaded_after("jemalloc", "libjemalloc.so.2", "libjemalloc-dev");
 }
@@ -130,13 +128,11 @@ fn preloaded_before(name: &str, lib: &str, package: &str) {
 }
 
 #[test]
-#[ignore = "issue 16: hangs: jemalloc's own mmap, made holding its lock, is recorded; the unwinder's first TLS access mallocs into jemalloc again"]
 fn jemalloc_preloaded_before_the_shim() {
     preloaded_before("jemalloc", "libjemalloc.so.2", "libjemalloc-dev");
 }
 
 #[test]
-#[ignore = "issue 16: no allocation is seen and no note says why"]
 fn tcmalloc_preloaded_before_the_shim() {
     preloaded_before("tcmalloc", "libtcmalloc.so.4", "libgoogle-perftools-dev");
 }

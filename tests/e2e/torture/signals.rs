@@ -7,7 +7,6 @@ use crate::report::*;
 const NO_ARGS: [&str; 0] = [];
 
 #[test]
-#[ignore = "issue 16: SIGSEGV in glibc's tcache: the shim uses glibc's heap inside the handler's malloc"]
 fn sigalrm_handler_allocates_while_main_allocates() {
     let case = Case::new("sigalrm", &c("sigalrm"), &NO_ARGS);
     let bare = case.all();
