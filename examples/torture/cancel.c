@@ -1,4 +1,4 @@
-/* cancel.c - pthread_cancel of 8 threads that allocate, write and sleep in a loop (deferred
+/* cancel.c - pthread_cancel of 8 threads that allocate and write in a loop (deferred
  * cancellation: the threads end at a cancellation point of theirs, or at one inside a hooked call).
  * Build: cc -g -O0 -pthread -o cancel cancel.c
  * Each thread leaks 40 B in thread_leak once before its loop (8 blocks, 320 B); the loop mallocs,
