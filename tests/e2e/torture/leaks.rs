@@ -139,3 +139,31 @@ fn stack_overflow_with_allocating_frames() {
 fn stack_overflow_caught_on_an_alternate_stack() {
     stack_overflow(&["handled"], Some(7), "quick_exit");
 }
+
+/// The program's handler cleans up, restores the default action and raises SIGSEGV again.
+#[test]
+#[ignore = "issue 16: a handler that restores SIG_DFL and re-raises loses the last allocations (the shim no longer sees the signal)"]
+fn sigsegv_handler_that_reraises() {
+    let case = Case::new("crash_segv_reraise", &c("crash"), &["segv_reraise"]);
+    let bare = case.all();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        bare.status.signal(),
+        Some(libc::SIGSEGV),
+        "{}",
+        bare.describe()
+    );
+    assert_eq!(bare.stdout_str(), "burst\nreraising\n");
+    for report in case.reports() {
+        let p = process_by_exe(&report, "crash");
+        assert_eq!(
+            leaks_by_function(p, &["last_burst"]),
+            expected(&[("last_burst", 300000, 3000)]),
+            "{}\nnotes: {}",
+            dump(p),
+            p["notes"]
+        );
+        assert_eq!(p["end"], "signal", "{}", dump(p));
+        assert_eq!(p["end_signal"], "SIGSEGV", "{}", dump(p));
+    }
+}

@@ -44,3 +44,26 @@ fn signal_handlers_allocate_on_several_threads() {
         );
     }
 }
+
+/// Asking for, ignoring and blocking the signals the shim may catch answers and behaves as bare.
+#[test]
+fn signal_queries_ignores_and_blocks_answer_as_bare() {
+    let case = Case::new("sigquery", &c("sigquery"), &[] as &[&str]);
+    let bare = case.all();
+    let want: String = [
+        "Segmentation fault",
+        "Bus error",
+        "Floating point exception",
+        "Illegal instruction",
+        "Aborted",
+        "Terminated",
+        "Interrupt",
+        "Hangup",
+    ]
+    .iter()
+    .map(|s| format!("{s} default flags 0\n"))
+    .chain(["ignored SIGTERM\n".into(), "pending SIGINT\n".into()])
+    .collect();
+    assert_eq!(bare.stdout_str(), want);
+    case.assert_leaks("sigquery", &["query_leak"], &[("query_leak", 88, 1)]);
+}
