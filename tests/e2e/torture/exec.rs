@@ -134,3 +134,21 @@ fn exec_from_a_thread_while_others_allocate() {
         );
     }
 }
+
+/// Failed execs leave the process running: it is traced on, to its normal end.
+#[test]
+#[ignore = "issue 16: a failed exec ends the trace as \"exec\" and the process goes on in a second trace: two processes, the first block in the one that never exec'd"]
+fn failed_execs_of_every_kind() {
+    let case = Case::new("exec_fail", &c("exec_fail"), &[] as &[&str]);
+    let bare = case.all();
+    assert_eq!(bare.stdout_str(), "failed 7\n");
+    case.assert_leaks(
+        "exec_fail",
+        &["before_exec", "after_exec"],
+        &[("after_exec", 200, 1), ("before_exec", 100, 1)],
+    );
+    for report in case.reports() {
+        let p = process_by_exe(&report, "exec_fail");
+        assert_eq!(p["end"], "exit", "{}", dump(p));
+    }
+}
