@@ -74,7 +74,7 @@ mod lifecycle {
     use memshim_trace::EndReason;
 
     extern "C" fn init() {
-        recorder::lifecycle(session::init);
+        recorder::lifecycle(session::constructed);
     }
 
     extern "C" fn fini() {

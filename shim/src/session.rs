@@ -36,7 +36,14 @@ static OWNER_PID: AtomicU32 = AtomicU32::new(0);
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 static FORKED: AtomicBool = AtomicBool::new(false);
 static WARNED: AtomicBool = AtomicBool::new(false);
-static HEAP_ON: AtomicBool = AtomicBool::new(false);
+/// On until the settings say otherwise: a library constructor that runs before the shim's own
+/// (libstdc++'s emergency pool, a C++ library's static registry) allocates through the hooks, and
+/// its first allocation starts the shim early (see [`active`]).
+static HEAP_ON: AtomicBool = AtomicBool::new(true);
+/// Set once `init` has begun, from the library constructor or from an earlier allocation.
+static INIT_STARTED: AtomicBool = AtomicBool::new(false);
+/// Set once the shim's own constructor has run.
+static CONSTRUCTED: AtomicBool = AtomicBool::new(false);
 static MMAP_ON: AtomicBool = AtomicBool::new(false);
 static CUDA_ON: AtomicBool = AtomicBool::new(false);
 static CONFIG: OnceLock<Config> = OnceLock::new();
@@ -48,8 +55,18 @@ static SIGNAL_END_DONE: AtomicBool = AtomicBool::new(false);
 const SIGNAL_WAIT: Duration = Duration::from_secs(3);
 static SEEN: OnceLock<stacks::SeenTable> = OnceLock::new();
 
-/// Called once from the library constructor.
+/// Called from the library constructor, or earlier from the first allocation of another library's
+/// constructor; only the first call does anything.
 pub fn init() {
+    if INIT_STARTED.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    // A setuid or otherwise secure-execution process is left alone: its trace would be written with
+    // privileges the user who set MEMSHIM_OUTPUT does not have.
+    if sys::secure_exec() {
+        HEAP_ON.store(false, Ordering::Relaxed);
+        return;
+    }
     // A panic inside the shim is caught where it happens and stops tracing with one warning line;
     // the default hook would print its message and backtrace into the program's stderr first.
     std::panic::set_hook(Box::new(|_| {}));
@@ -58,9 +75,11 @@ pub fn init() {
         warn(w);
     }
     if cfg.disabled {
+        HEAP_ON.store(false, Ordering::Relaxed);
         return;
     }
     if !crate::guard::init() {
+        HEAP_ON.store(false, Ordering::Relaxed);
         warn("no thread-specific keys are left in this process; this process is not traced");
         return;
     }
@@ -126,10 +145,19 @@ pub fn mmap_active() -> bool {
     MMAP_ON.load(Ordering::Relaxed) && active()
 }
 
-/// Whether NUMA and affinity calls are being recorded now (with the heap: they are rare).
+/// Whether NUMA and affinity calls are being recorded now (with the heap: they are rare). Not
+/// before the shim's own constructor has run: what libraries' constructors do before it is their
+/// own set-up (libnuma probes the kernel's policies with `set_mempolicy`), not the program's
+/// placement, whereas their allocations are memory the program holds and are recorded.
 #[inline]
 pub fn numa_active() -> bool {
-    active()
+    CONSTRUCTED.load(Ordering::Acquire) && active()
+}
+
+/// Called by the library constructor.
+pub fn constructed() {
+    CONSTRUCTED.store(true, Ordering::Release);
+    init();
 }
 
 /// Whether CUDA interception is switched on (wrappers are handed out even before tracing starts).
@@ -153,8 +181,17 @@ fn active() -> bool {
             DROPPED.fetch_add(1, Ordering::Relaxed);
             false
         }
+        OFF if !INIT_STARTED.load(Ordering::Acquire) => start_early(),
         _ => false,
     }
+}
+
+/// The first allocation came before the shim's constructor ran (another library's constructor, run
+/// earlier by the loader): start now, so that allocation and all after it are recorded.
+#[cold]
+fn start_early() -> bool {
+    init();
+    STATE.load(Ordering::Acquire) == RUNNING
 }
 
 #[cold]

@@ -314,6 +314,12 @@ pub fn nap_signal_safe(d: std::time::Duration) {
     unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
 }
 
+/// Whether the process runs in secure-execution mode (setuid, setgid, file capabilities).
+pub fn secure_exec() -> bool {
+    // SAFETY: getauxval has no preconditions.
+    unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
+}
+
 /// Reads a whole small file under /proc.
 pub fn read_proc(path: &str) -> Option<Vec<u8>> {
     std::fs::read(path).ok()

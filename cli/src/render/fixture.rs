@@ -59,6 +59,7 @@ pub(crate) fn heap(peak: u64) -> HeapSummary {
         live_bytes: 4396,
         live_count: 100,
         temporary_allocations: 40,
+        unknown_frees: 0,
         peak_sites: Vec::new(),
     }
 }

@@ -50,6 +50,7 @@ fn process(t: &Replayed) -> Process {
         live_bytes: t.heap.live_bytes,
         live_count: t.heap.live_count(),
         temporary_allocations: t.heap.temporary,
+        unknown_frees: t.heap.unknown_frees,
         peak_sites: {
             let mut sites = leak_class(t, &mut sym, &t.heap.peak_sites()).sites;
             sites.truncate(PEAK_SITES);

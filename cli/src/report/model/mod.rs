@@ -162,6 +162,9 @@ pub struct HeapSummary {
     pub live_bytes: u64,
     pub live_count: u64,
     pub temporary_allocations: u64,
+    /// Frees of blocks whose allocation the trace never saw (made before tracing began, or out of
+    /// the shim's view); they change no other figure.
+    pub unknown_frees: u64,
     /// The sites that held the most when the peak was reached (`bytes`/`count`: what they held
     /// then), at most [`PEAK_SITES`], largest first: the flame graph at the peak.
     pub peak_sites: Vec<Site>,
