@@ -1,5 +1,5 @@
-//! Compiles each torture program once per test binary, into one shared directory, whichever test
-//! asks first; tests that need the same program wait for that one compilation.
+//! Compiles each torture program once per test binary, into one directory of this test process's,
+//! whichever test asks first; tests that need the same program wait for that one compilation.
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,17 +13,45 @@ pub fn sources() -> PathBuf {
         .join("torture")
 }
 
-/// The directory the programs are built into, emptied once per test binary.
-pub fn build_dir() -> &'static Path {
+/// This test process's own directory, `$TMPDIR/memshim-e2e/torture-<pid>`: two runs of the suite at
+/// once (two worktrees, or CI's second pass overlapping a developer's) never share or wipe each
+/// other's programs and traces. Directories of runs whose process is gone are removed first.
+pub fn run_root() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = std::env::temp_dir()
-            .join("memshim-e2e")
-            .join("torture-build");
+        let parent = std::env::temp_dir().join("memshim-e2e");
+        let stale = std::fs::read_dir(&parent).into_iter().flatten().flatten();
+        for entry in stale {
+            let name = entry.file_name();
+            let pid = name.to_str().and_then(|n| n.strip_prefix("torture-"));
+            if pid.is_some_and(|p| !Path::new("/proc").join(p).exists()) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        let dir = parent.join(format!("torture-{}", std::process::id()));
         if dir.exists() {
             std::fs::remove_dir_all(&dir)
                 .unwrap_or_else(|e| panic!("cannot remove the old {}: {e}", dir.display()));
         }
+        std::fs::create_dir_all(&dir)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+        dir
+    })
+}
+
+/// A fresh directory for one test (with `traces/` in it) under [`run_root`].
+pub fn test_dir(name: &str) -> crate::util::TestDir {
+    let root = run_root().join(name);
+    std::fs::create_dir_all(root.join("traces"))
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", root.display()));
+    crate::util::TestDir { root }
+}
+
+/// The directory the programs are built into.
+pub fn build_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = run_root().join("build");
         std::fs::create_dir_all(&dir)
             .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
         dir

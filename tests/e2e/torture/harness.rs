@@ -29,7 +29,7 @@ pub struct Case {
 impl Case {
     pub fn new<S: AsRef<OsStr>>(name: &str, prog: &Path, args: &[S]) -> Case {
         Case {
-            dir: TestDir::new(&format!("torture_{name}")),
+            dir: super::build::test_dir(name),
             prog: prog.to_path_buf(),
             args: args.iter().map(|a| a.as_ref().to_os_string()).collect(),
             env: Vec::new(),

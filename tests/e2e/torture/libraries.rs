@@ -25,7 +25,6 @@ fn deepbind_library_that_allocates() {
 }
 
 #[test]
-#[ignore = "issue 16: allocations in a linked library's static initialiser are not seen"]
 fn cxx_library_with_allocating_static_initialisers() {
     shared_lib("libstatic_init.cpp", "static_init");
     let rpath = format!("-Wl,-rpath,{}", build_dir().display());

@@ -8,13 +8,13 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::build::{c, program};
+use super::build::{c, program, test_dir};
 use super::deadline::{self, Spawned};
 use crate::util::*;
 
 /// Starts `memshim run -- sleeper`, waits for the sleeper's pid, sends `sig` to memshim only.
 fn signal_memshim_run(name: &str, sig: i32) {
-    let dir = TestDir::new(&format!("torture_run_{name}"));
+    let dir = test_dir(&format!("run_{name}"));
     let mut cmd = memshim_cmd();
     cmd.args(["run", "--quiet", "-o"])
         .arg(dir.traces())
@@ -74,7 +74,7 @@ fn static_binary_is_named_as_untraceable() {
     }
     // Named so that no path says "static" but memshim's own words.
     let prog = program("static_hello.c", "hello_alone", &["-static", "-g", "-O0"]);
-    let dir = TestDir::new("torture_hello_alone");
+    let dir = test_dir("hello_alone");
     let bare = deadline::run(
         Command::new(&prog).current_dir(&dir.root),
         &dir.root,
