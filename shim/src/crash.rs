@@ -17,7 +17,7 @@
 #![allow(unsafe_code)]
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// The signals handled: crashes, then the terminating signals a job is stopped with.
 const SIGNALS: [i32; 9] = [
@@ -47,6 +47,16 @@ fn bit(sig: i32) -> u64 {
 pub fn handles(sig: i32) -> bool {
     OURS.load(Ordering::Acquire) & bit(sig) != 0
 }
+
+/// Whether the shim would stand in for `sig`'s default action (one of [`SIGNALS`], in a process
+/// where handlers were installed): a program that sets the default back, often from its own handler
+/// just before it raises the signal again to die of it, gets the shim's handler in its place.
+pub fn watches(sig: i32) -> bool {
+    INSTALLED.load(Ordering::Acquire) && SIGNALS.contains(&sig)
+}
+
+/// Set once `install` has run.
+static INSTALLED: AtomicBool = AtomicBool::new(false);
 
 /// The program is setting its own disposition for `sig`: the shim's handler is no longer there.
 pub fn step_aside(sig: i32) {
@@ -104,6 +114,8 @@ fn query(sig: i32) -> Option<libc::sigaction> {
 
 /// Installs the handler for every signal of [`SIGNALS`] that still has its default action.
 pub fn install() {
+    INSTALLED.store(true, Ordering::Release);
+    alternate_stack();
     for sig in SIGNALS {
         let Some(now) = query(sig).filter(|a| a.sa_sigaction == libc::SIG_DFL) else {
             continue;
@@ -112,6 +124,53 @@ pub fn install() {
             take_over(sig);
         }
     }
+}
+
+/// The main thread's alternate signal stack, set when the program has none: without one, the
+/// handler cannot run when the main thread overflows its stack, and the trace would end without
+/// its last moments. A program that sets its own replaces it; a query answers "none" while it is
+/// the shim's (see the `sigaltstack` hook).
+fn alternate_stack() {
+    const SIZE: usize = 64 << 10;
+    // SAFETY: a query with a null new stack; a fresh private anonymous mapping handed to the
+    // kernel as this thread's alternate stack, never unmapped (the thread may use it until exit).
+    unsafe {
+        let mut old: libc::stack_t = std::mem::zeroed();
+        if crate::real::sigaltstack(std::ptr::null(), &mut old) != 0
+            || old.ss_flags & libc::SS_DISABLE == 0
+        {
+            return;
+        }
+        // The real mmap: this mapping is the shim's, not the program's.
+        let p = crate::real::mmap(
+            std::ptr::null_mut(),
+            SIZE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return;
+        }
+        let ss = libc::stack_t {
+            ss_sp: p,
+            ss_flags: 0,
+            ss_size: SIZE,
+        };
+        if crate::real::sigaltstack(&ss, std::ptr::null_mut()) == 0 {
+            ALT_STACK.store(p as usize, Ordering::Release);
+        }
+    }
+}
+
+/// The base of the alternate stack the shim set, 0 when none.
+static ALT_STACK: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether the alternate stack `sp` is the shim's.
+pub fn is_our_alt_stack(sp: *mut libc::c_void) -> bool {
+    let ours = ALT_STACK.load(Ordering::Acquire);
+    ours != 0 && sp as usize == ours
 }
 
 /// Writes the disposition the program would see for a signal the shim stands in for.

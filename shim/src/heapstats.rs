@@ -9,6 +9,8 @@
 
 use memshim_trace::HeapStats;
 
+use crate::proc_file::ProcFile;
+
 /// One sample.
 pub fn sample() -> HeapStats {
     // SAFETY: see the module note.
@@ -24,10 +26,15 @@ pub fn sample() -> HeapStats {
 }
 
 fn rss() -> u64 {
-    let Some(statm) = crate::sys::read_proc("/proc/self/statm") else {
+    static STATM: std::sync::Mutex<ProcFile> =
+        std::sync::Mutex::new(ProcFile::new(c"/proc/self/statm"));
+    let mut buf = [0u8; 256];
+    // Only the sampler thread reads it; tried, not waited on, because a fork child's copy of the
+    // lock may have been taken by its parent's sampler at the fork.
+    let Some(n) = STATM.try_lock().ok().and_then(|mut f| f.read(&mut buf)) else {
         return 0;
     };
-    let text = String::from_utf8_lossy(&statm);
+    let text = String::from_utf8_lossy(&buf[..n]);
     let pages: u64 = text
         .split_whitespace()
         .nth(1)

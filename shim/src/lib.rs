@@ -43,6 +43,7 @@ mod output;
 mod owned_fds;
 mod perf_fd;
 mod placement;
+mod proc_file;
 mod python;
 mod rank;
 mod real;

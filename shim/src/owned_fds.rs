@@ -17,6 +17,7 @@ pub enum Owner {
     Unwinder = 1,
     Counter = 2,
     Trace = 3,
+    Probe = 4,
 }
 
 const SLOTS: usize = 16;

@@ -85,6 +85,7 @@ pub fn init() {
     }
     // The keys exist only now, so the caller's guard was inert: what starting allocates passes through.
     let _inside = crate::guard::enter();
+    let _ = exe_path();
     let mods = modules::scan("");
     if let Some((lo, hi)) = modules::exec_range_of(&mods, init as fn() as usize as u64) {
         stacks::set_self_range(lo as usize, hi as usize);
@@ -102,6 +103,9 @@ pub fn init() {
     MMAP_ON.store(cfg.mmap && foreign.is_none(), Ordering::Relaxed);
     CUDA_ON.store(cfg.cuda, Ordering::Relaxed);
     sys::atfork_child(after_fork_in_child);
+    // Registered first, so run last: after the program's own quick_exit handlers, whose
+    // allocations are then in the trace.
+    sys::at_quick_exit(end_at_quick_exit);
     crate::counters::open();
     crate::crash::install();
     STATE.store(STARTING, Ordering::SeqCst);
@@ -419,10 +423,16 @@ pub fn record_modules() {
     send(Msg::Modules(modules::scan(&exe_path())));
 }
 
+/// The executable's path, read once: `/proc/self/exe` no longer answers once the main thread has
+/// left with `pthread_exit`, and the path is the same for the whole image (a fork child's too).
 fn exe_path() -> String {
-    std::fs::read_link("/proc/self/exe")
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default()
+    static EXE: OnceLock<String> = OnceLock::new();
+    EXE.get_or_init(|| {
+        std::fs::read_link("/proc/self/exe")
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    })
+    .clone()
 }
 
 /// Before exec: close the trace so nothing is lost when the image is replaced.
@@ -452,6 +462,24 @@ extern "C" fn after_fork_in_child() {
         crate::python::after_fork();
         STATE.store(PENDING, Ordering::Release);
     }
+}
+
+/// Records a note in the trace (shown in the report), when this process is being traced.
+pub fn note(text: &str) {
+    if STATE.load(Ordering::Acquire) == RUNNING
+        && OWNER_PID.load(Ordering::Acquire) == sys::getpid()
+    {
+        send(Msg::Record(memshim_trace::Record::Note(
+            memshim_trace::Note {
+                text: text.to_string(),
+            },
+        )));
+    }
+}
+
+/// `quick_exit` ends the process through glibc's internal `_exit`, which no hook sees.
+extern "C" fn end_at_quick_exit() {
+    crate::recorder::lifecycle(|| finish(EndReason::QuickExit));
 }
 
 /// In a process made by a raw `clone` or `SYS_fork`, which runs no fork handler: the same fresh

@@ -42,7 +42,13 @@ pub fn after_fork_in_child() {
 
 /// The main thread's state letter and the process's thread count, from `/proc/self/stat`.
 fn main_state_and_threads() -> Option<(u8, u32)> {
-    let stat = crate::sys::read_proc("/proc/self/stat")?;
+    static STAT: std::sync::Mutex<crate::proc_file::ProcFile> =
+        std::sync::Mutex::new(crate::proc_file::ProcFile::new(c"/proc/self/stat"));
+    let mut buf = [0u8; 1024];
+    // The sampler reads it every period; a raw clone child's last thread once, at its end. Tried,
+    // not waited on: a fork child's copy of the lock may have been taken at the fork.
+    let n = STAT.try_lock().ok()?.read(&mut buf)?;
+    let stat = &buf[..n];
     // The command name may hold anything, parentheses included: the fields start after the last ')'.
     let close = stat.iter().rposition(|&b| b == b')')?;
     let mut fields = stat[close + 1..]

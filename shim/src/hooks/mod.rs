@@ -8,6 +8,7 @@
 #![allow(unsafe_code)]
 
 mod clone;
+mod dlopen;
 mod exec_list;
 mod fds;
 mod heap;

@@ -15,6 +15,11 @@ pub unsafe extern "C" fn sigaction(
     old: *mut libc::sigaction,
 ) -> c_int {
     if !crash::handles(sig) {
+        // SAFETY: a non-null `act` is readable, per the contract.
+        if !act.is_null() && unsafe { (*act).sa_sigaction } == libc::SIG_DFL && crash::watches(sig)
+        {
+            return crash::set_default_keeping_handler(sig, || real::sigaction(sig, act, old));
+        }
         return real::sigaction(sig, act, old);
     }
     // What the program saw before this call: the default, as the shim keeps it.
@@ -42,10 +47,32 @@ pub unsafe extern "C" fn sigaction(
     r
 }
 
+/// `sigaltstack`: the main thread's alternate stack that the shim set (see `crash`) reads as none.
+///
+/// # Safety
+/// As sigaltstack requires: `ss` and `old` are null or valid.
+#[no_mangle]
+pub unsafe extern "C" fn sigaltstack(ss: *const libc::stack_t, old: *mut libc::stack_t) -> c_int {
+    let r = real::sigaltstack(ss, old);
+    // SAFETY: on success the real call wrote `old`, which the caller vouches for.
+    if r == 0 && !old.is_null() && crash::is_our_alt_stack(unsafe { (*old).ss_sp }) {
+        // SAFETY: as above.
+        unsafe {
+            (*old).ss_sp = std::ptr::null_mut();
+            (*old).ss_size = 0;
+            (*old).ss_flags = libc::SS_DISABLE;
+        }
+    }
+    r
+}
+
 /// `signal`.
 #[no_mangle]
 pub extern "C" fn signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
     let ours = crash::handles(sig);
+    if !ours && handler == libc::SIG_DFL && crash::watches(sig) {
+        return crash::set_default_keeping_handler(sig, || real::signal(sig, handler));
+    }
     if ours && handler == libc::SIG_DFL {
         let r = crash::set_default_keeping_handler(sig, || real::signal(sig, handler));
         // The previous disposition, as the program knew it: the default.

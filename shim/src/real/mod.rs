@@ -132,6 +132,7 @@ symbols! {
     CLOSE = c"close";
     SIGACTION = c"sigaction";
     SIGNAL = c"signal";
+    SIGALTSTACK = c"sigaltstack";
     DUP2 = c"dup2";
     DUP3 = c"dup3";
     CLONE = c"clone";

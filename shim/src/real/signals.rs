@@ -26,3 +26,10 @@ pub fn signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
         libc::SIG_ERR
     )
 }
+
+/// The next `sigaltstack`.
+pub fn sigaltstack(ss: *const libc::stack_t, old: *mut libc::stack_t) -> c_int {
+    type S = *const libc::stack_t;
+    type O = *mut libc::stack_t;
+    call!(SIGALTSTACK, fn(S, O) -> c_int, (ss, old), missing())
+}
