@@ -18,19 +18,16 @@ fn close_all(how: &str) {
 }
 
 #[test]
-#[ignore = "issue 16: intermittent: a shim thread's transient open (trace reopen, /proc, /sys) takes the lowest free descriptor while the program opens"]
 fn closes_every_descriptor_and_opens_its_own() {
     close_all("loop");
 }
 
 #[test]
-#[ignore = "issue 16: intermittent: a shim thread's transient open (trace reopen, /proc, /sys) takes the lowest free descriptor while the program opens"]
 fn closefrom_and_opens_its_own() {
     close_all("closefrom");
 }
 
 #[test]
-#[ignore = "issue 16: intermittent: a shim thread's transient open (trace reopen, /proc, /sys) takes the lowest free descriptor while the program opens"]
 fn close_range_syscall_and_opens_its_own() {
     close_all("close_range");
 }

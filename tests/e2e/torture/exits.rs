@@ -7,7 +7,6 @@ use crate::report::*;
 const NO_ARGS: [&str; 0] = [];
 
 #[test]
-#[ignore = "issue 16: frames have no names: the main executable's path is read after main's pthread_exit, when /proc/self no longer has it"]
 fn pthread_exit_from_main_while_threads_allocate() {
     let case = Case::new("main_thread_exit", &c("main_thread_exit"), &NO_ARGS);
     let bare = case.all();
@@ -20,7 +19,6 @@ fn pthread_exit_from_main_while_threads_allocate() {
 }
 
 #[test]
-#[ignore = "issue 16: quick_exit ends the trace as killed or crashed (end null, truncated)"]
 fn quick_exit_with_handlers_that_allocate() {
     let case = Case::new("quick_exit", &c("quick_exit"), &NO_ARGS);
     let bare = case.all();

@@ -142,7 +142,6 @@ fn stack_overflow_caught_on_an_alternate_stack() {
 
 /// The program's handler cleans up, restores the default action and raises SIGSEGV again.
 #[test]
-#[ignore = "issue 16: a handler that restores SIG_DFL and re-raises loses the last allocations (the shim no longer sees the signal)"]
 fn sigsegv_handler_that_reraises() {
     let case = Case::new("crash_segv_reraise", &c("crash"), &["segv_reraise"]);
     let bare = case.all();
