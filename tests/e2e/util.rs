@@ -142,7 +142,22 @@ impl Outcome {
 }
 
 fn run_command(cmd: &mut Command) -> Outcome {
-    // Keep the tests hermetic: no settings from the caller's environment reach the shim.
+    hermetic(cmd);
+    let what = format!("{cmd:?}");
+    let output = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    Outcome {
+        stdout: output.stdout,
+        stderr: output.stderr,
+        status: output.status,
+        what,
+    }
+}
+
+/// Keeps a command hermetic: no settings from the caller's environment reach the shim, and names
+/// come from the binaries, not from a cache another run left in the home directory.
+pub fn hermetic(cmd: &mut Command) {
     for var in [
         "LD_PRELOAD",
         "MEMSHIM_OUTPUT",
@@ -161,19 +176,8 @@ fn run_command(cmd: &mut Command) -> Outcome {
             cmd.env_remove(var);
         }
     }
-    // Names come from the binaries, not from a cache another run left in the home directory.
     if !cmd.get_envs().any(|(k, _)| k == "MEMSHIM_SYMBOL_CACHE") {
         cmd.env("MEMSHIM_SYMBOL_CACHE", "off");
-    }
-    let what = format!("{cmd:?}");
-    let output = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
-    Outcome {
-        stdout: output.stdout,
-        stderr: output.stderr,
-        status: output.status,
-        what,
     }
 }
 

@@ -1,0 +1,196 @@
+//! Runs a command with a hard deadline: in a process group of its own, with its output in files (so
+//! that a process it leaves behind holds no pipe of ours), killed with its whole group when the
+//! deadline passes, after every process of the group was shown in gdb, so a hang fails with its
+//! stacks instead of stalling the suite.
+//!
+//! # Safety
+//! `kill` and `setrlimit` are plain system calls with no memory-safety preconditions.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::Once;
+use std::time::{Duration, Instant};
+
+/// How long any torture program may take, bare or traced (they take well under a second bare).
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+/// What a command did, and which processes of its group were still there when it ended.
+pub struct Ran {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub status: ExitStatus,
+    pub what: String,
+    /// Pids of the group still alive (not zombies) right after the command ended; they are killed.
+    pub leftover: Vec<i32>,
+}
+
+impl Ran {
+    pub fn stdout_str(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    pub fn stderr_str(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).into_owned()
+    }
+
+    /// For assertion messages.
+    pub fn describe(&self) -> String {
+        format!(
+            "`{}` -> {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.what,
+            self.status,
+            self.stdout_str(),
+            self.stderr_str()
+        )
+    }
+}
+
+/// A command started by [`Spawned::start`], not yet waited for.
+pub struct Spawned {
+    pub child: Child,
+    what: String,
+    stdout: PathBuf,
+    stderr: PathBuf,
+}
+
+impl Spawned {
+    /// Starts `cmd` in its own process group, stdout and stderr to `<dir>/<tag>.stdout|.stderr`.
+    pub fn start(cmd: &mut Command, dir: &Path, tag: &str) -> Spawned {
+        no_core_dumps();
+        crate::util::hermetic(cmd);
+        let stdout = dir.join(format!("{tag}.stdout"));
+        let stderr = dir.join(format!("{tag}.stderr"));
+        let file = |p: &Path| {
+            std::fs::File::create(p)
+                .unwrap_or_else(|e| panic!("cannot create {}: {e}", p.display()))
+        };
+        cmd.stdin(Stdio::null())
+            .stdout(file(&stdout))
+            .stderr(file(&stderr))
+            .process_group(0);
+        let what = format!("{cmd:?}");
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+        Spawned {
+            child,
+            what,
+            stdout,
+            stderr,
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// What the command wrote on stdout so far.
+    pub fn stdout_so_far(&self) -> String {
+        std::fs::read_to_string(&self.stdout).unwrap_or_default()
+    }
+
+    /// Waits for the command until `deadline` from now; on a hang, panics with the stacks of every
+    /// process of its group (also written to `<tag>.hang.txt` beside its output).
+    pub fn wait(mut self, deadline: Duration) -> Ran {
+        let pgid = self.pid();
+        let until = Instant::now() + deadline;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait for the command") {
+                break status;
+            }
+            if Instant::now() > until {
+                let stacks = group_stacks(pgid);
+                let hang = self.stdout.with_extension("hang.txt");
+                let _ = std::fs::write(&hang, &stacks);
+                kill_group(pgid);
+                let _ = self.child.wait();
+                panic!(
+                    "HANG: `{}` did not finish within {} s; its output so far:\n{}\n{}\n\
+                     --- stacks of its processes (also in {}) ---\n{stacks}",
+                    self.what,
+                    deadline.as_secs(),
+                    self.stdout_so_far(),
+                    std::fs::read_to_string(&self.stderr).unwrap_or_default(),
+                    hang.display()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let leftover = group_members(pgid);
+        kill_group(pgid);
+        let read = |p: &Path| {
+            std::fs::read(p).unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()))
+        };
+        Ran {
+            stdout: read(&self.stdout),
+            stderr: read(&self.stderr),
+            status,
+            what: self.what,
+            leftover,
+        }
+    }
+}
+
+/// Runs `cmd` to its end (or the deadline); see [`Spawned`].
+pub fn run(cmd: &mut Command, dir: &Path, tag: &str) -> Ran {
+    Spawned::start(cmd, dir, tag).wait(DEADLINE)
+}
+
+/// Crash tests must not leave core files in the tree or fill the disk.
+fn no_core_dumps() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let none = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: setrlimit reads the struct it is given and nothing else.
+        unsafe { libc::setrlimit(libc::RLIMIT_CORE, &none) };
+    });
+}
+
+fn kill_group(pgid: i32) {
+    // SAFETY: see the module's safety note; the group is one this module made.
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+}
+
+/// The live (not zombie) processes whose process group is `pgid`.
+pub fn group_members(pgid: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut pids: Vec<i32> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // After the command name in parentheses: state, ppid, pgrp.
+            let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string()
+        })
+        .collect();
+    pids.sort();
+    pids
+}
+
+/// `gdb -p PID -batch -ex 'thread apply all bt'` for every live process of the group.
+fn group_stacks(pgid: i32) -> String {
+    let mut all = String::new();
+    for pid in group_members(pgid) {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .unwrap_or_default();
+        all.push_str(&format!("=== pid {pid}: {cmdline}\n"));
+        let gdb = Command::new("timeout")
+            .args(["60", "gdb", "-nx", "-p", &pid.to_string(), "-batch"])
+            .args(["-ex", "thread apply all bt"])
+            .stdin(Stdio::null())
+            .output();
+        match gdb {
+            Ok(out) => all.push_str(&String::from_utf8_lossy(&out.stdout)),
+            Err(e) => all.push_str(&format!("(no gdb: {e})\n")),
+        }
+    }
+    all
+}

@@ -1,0 +1,39 @@
+//! Unusual ends: pthread_exit from main while other threads go on, and quick_exit with handlers that
+//! allocate.
+use super::build::c;
+use super::harness::{leaks_by_function, Case};
+use crate::report::*;
+
+const NO_ARGS: [&str; 0] = [];
+
+#[test]
+fn pthread_exit_from_main_while_threads_allocate() {
+    let case = Case::new("main_thread_exit", &c("main_thread_exit"), &NO_ARGS);
+    let bare = case.all();
+    assert_eq!(bare.stdout_str(), "workers done 4\n");
+    case.assert_leaks(
+        "main_thread_exit",
+        &["main_leak", "worker_leak"],
+        &[("main_leak", 500, 1), ("worker_leak", 240, 4)],
+    );
+}
+
+#[test]
+fn quick_exit_with_handlers_that_allocate() {
+    let case = Case::new("quick_exit", &c("quick_exit"), &NO_ARGS);
+    let bare = case.all();
+    assert_eq!(bare.stdout_str(), "quick\nhandler ran\n");
+    assert_eq!(bare.status.code(), Some(5));
+    for report in case.reports() {
+        let p = process_by_exe(&report, "quick_exit");
+        assert_eq!(p["end"], "quick_exit", "{}", dump(p));
+        assert_eq!(p["truncated"], false, "{}", dump(p));
+        // The handler freed make_blocks' 1000 blocks after main had handed over to quick_exit.
+        assert_eq!(
+            leaks_by_function(p, &["handler_leak", "make_blocks"]),
+            expected(&[("handler_leak", 77, 1)]),
+            "{}",
+            dump(p)
+        );
+    }
+}

@@ -1,0 +1,90 @@
+//! Threads: bursts, detached threads at exit, TLS and `thread_local` destructors, atexit and global
+//! destructors, `_exit` from a thread, `pthread_getattr_np` before a thread's first allocation.
+use super::build::{c, cxx};
+use super::harness::Case;
+use crate::report::*;
+
+const NO_ARGS: [&str; 0] = [];
+
+#[test]
+fn thread_bursts_and_detached_threads_at_exit() {
+    let case = Case::new("thread_burst", &c("thread_burst"), &NO_ARGS);
+    let bare = case.all();
+    assert_eq!(bare.stdout_str(), "bursts 8 threads 128\n");
+    case.assert_leaks(
+        "thread_burst",
+        &["thread_leak", "main_leak"],
+        &[("thread_leak", 12800, 128), ("main_leak", 1234, 1)],
+    );
+}
+
+#[test]
+fn pthread_key_destructors_that_allocate() {
+    let case = Case::new("tls_dtors", &c("tls_dtors"), &NO_ARGS);
+    let bare = case.all();
+    assert_eq!(bare.stdout_str(), "threads 8 dtors 8\n");
+    case.assert_leaks(
+        "tls_dtors",
+        &["key_dtor_leak", "body", "dtor"],
+        &[("key_dtor_leak", 616, 8)],
+    );
+}
+
+#[test]
+fn thread_local_destructors_that_allocate() {
+    let case = Case::new("thread_local_dtors", &cxx("thread_local_dtors"), &NO_ARGS);
+    let bare = case.all();
+    assert_eq!(bare.stdout_str(), "threads 8\n");
+    case.assert_leaks(
+        "thread_local_dtors",
+        &["tl_dtor_leak", "body", "Holder"],
+        &[("tl_dtor_leak", 495, 9)],
+    );
+}
+
+#[test]
+fn atexit_handlers_and_global_destructors_that_allocate() {
+    let case = Case::new("atexit_dtors", &cxx("atexit_dtors"), &NO_ARGS);
+    let bare = case.all();
+    assert_eq!(bare.stdout_str(), "main done\natexit ran\ndtor ran\n");
+    // main's 1000 blocks are freed by the handler and the global's buffer by its destructor, both
+    // after main returned: none of them may be left as a leak.
+    case.assert_leaks(
+        "atexit_dtors",
+        &["atexit_leak", "global_dtor_leak", "make_blocks", "Global"],
+        &[("atexit_leak", 44, 1), ("global_dtor_leak", 66, 1)],
+    );
+}
+
+#[test]
+fn underscore_exit_from_a_thread() {
+    let case = Case::new("thread_exit", &c("thread_exit"), &NO_ARGS);
+    let bare = case.all();
+    assert_eq!(bare.stdout_str(), "before exit\n");
+    assert_eq!(bare.status.code(), Some(3));
+    case.assert_leaks("thread_exit", &["before_exit"], &[("before_exit", 999, 1)]);
+}
+
+#[test]
+fn pthread_getattr_np_before_the_first_allocation() {
+    let case = Case::new("getattr_first", &c("getattr_first"), &NO_ARGS);
+    let bare = case.all();
+    assert_eq!(bare.stdout_str(), "stacks ok 4\n");
+    case.assert_leaks(
+        "getattr_first",
+        &["after_getattr_leak"],
+        &[("after_getattr_leak", 200, 4)],
+    );
+    for report in case.reports() {
+        assert_eq!(process_by_exe(&report, "getattr_first")["truncated"], false);
+    }
+}
+
+#[test]
+fn pthread_cancel_of_allocating_threads() {
+    let case = Case::new("cancel", &c("cancel"), &NO_ARGS);
+    let bare = case.all();
+    assert_eq!(bare.stdout_str(), "cancelled 8\n");
+    // A thread cancelled in its write leaves its loop's block behind, so only thread_leak is fixed.
+    case.assert_leaks("cancel", &["thread_leak"], &[("thread_leak", 320, 8)]);
+}
