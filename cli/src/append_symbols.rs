@@ -23,6 +23,7 @@ pub fn append(path: &Path) -> Result<usize> {
     let size = std::fs::metadata(path)
         .with_context(|| format!("cannot read {}", path.display()))?
         .len();
+    let Some(at) = t.resume else { return Ok(0) };
     if t.corrupt.is_some() || t.complete_bytes != size {
         return Ok(0);
     }
@@ -61,7 +62,7 @@ pub fn append(path: &Path) -> Result<usize> {
         .with_context(|| format!("cannot open {} to add symbols", path.display()))?;
     file.seek(SeekFrom::End(0))
         .with_context(|| format!("cannot seek in {}", path.display()))?;
-    let mut w = TraceWriter::append(file, Some(3))
+    let mut w = TraceWriter::append(file, Some(3), at)
         .with_context(|| format!("cannot add symbols to {}", path.display()))?;
     let at = |record| Event {
         t: t.last_t,

@@ -15,6 +15,9 @@ use memshim_trace::{
 };
 
 mod apply;
+mod frame_damage;
+
+pub use frame_damage::FrameDamage;
 
 pub use apply::kind_name;
 use apply::{apply, define_code, prefetch, PREFETCH_AHEAD};
@@ -81,6 +84,11 @@ pub struct Replayed {
     /// Bytes of the trace up to the end of its last complete frame (the file is longer when its last
     /// frame is torn).
     pub complete_bytes: u64,
+    /// Where its frames end, for appending to it.
+    pub resume: Option<memshim_trace::Resume>,
+    /// Frames read twice in the file (skipped), missing between others, and heap events left out
+    /// because their block was in a missing frame (see [`TraceReader::missing_frames`]).
+    pub frame_damage: FrameDamage,
     /// The CPU each large block was allocated on, and when, until its placement is known.
     pub alloc_cpu: HashMap<u64, (u32, u64)>,
     /// Sampled placements of large blocks, with the allocating CPU, the block's stack and its memory
@@ -212,6 +220,8 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
         counters: Vec::new(),
         numa_calls: Vec::new(),
         complete_bytes: 0,
+        resume: None,
+        frame_damage: FrameDamage::default(),
         alloc_cpu: HashMap::default(),
         placements: Vec::new(),
         counter_series: Default::default(),
@@ -259,17 +269,13 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
                     drop(events);
                     let _ = empty_tx.try_send(batch);
                 }
-                Batch::End {
-                    truncated,
-                    corrupt,
-                    complete_bytes,
-                } => outcome = Some(Ok((truncated, corrupt, complete_bytes))),
+                Batch::End(end) => outcome = Some(Ok(end)),
                 Batch::Failed(e) => outcome = Some(Err(e)),
             }
         }
         outcome
     });
-    let (truncated, corrupt, complete_bytes) = match outcome {
+    let end = match outcome {
         Some(Ok(end)) => end,
         Some(Err(e)) => {
             return Err(e).with_context(|| format!("cannot read {}", path.display()));
@@ -290,26 +296,40 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
             at(window.until_s, "the end")
         ));
     }
-    r.corrupt = corrupt;
-    r.complete_bytes = complete_bytes;
-    r.truncated = truncated || r.corrupt.is_some();
+    if let Some(w) = end.damage.warning() {
+        r.notes.push(format!("frames damaged: {w}"));
+    }
+    r.frame_damage = end.damage;
+    r.resume = Some(end.resume);
+    r.corrupt = end.corrupt;
+    r.complete_bytes = end.complete_bytes;
+    r.truncated = end.truncated || r.corrupt.is_some();
     Ok(r)
 }
 
 /// Events per batch handed from the decoding thread to the analysing one.
 const BATCH: usize = 8192;
+/// Encoded bytes after which a batch is handed over even when it holds fewer events: a batch of
+/// large records (symbols, stacks) stays small. In flight are at most `IN_FLIGHT` batches, each at
+/// most this plus one record ([`memshim_trace::MAX_RECORD_BYTES`]) encoded.
+const BATCH_BYTES: usize = 4 << 20;
 /// Batches that may wait for the analysing thread.
 const IN_FLIGHT: usize = 16;
 
 /// What the decoding thread hands over.
 enum Batch {
     Events(Vec<Event>),
-    End {
-        truncated: bool,
-        corrupt: Option<String>,
-        complete_bytes: u64,
-    },
+    End(ReadEnd),
     Failed(memshim_trace::Error),
+}
+
+/// How reading a trace ended.
+struct ReadEnd {
+    truncated: bool,
+    corrupt: Option<String>,
+    complete_bytes: u64,
+    resume: memshim_trace::Resume,
+    damage: FrameDamage,
 }
 
 /// Reads every event, in batches; a corrupt frame ends the stream (what came before is kept).
@@ -324,30 +344,36 @@ fn decode<R: std::io::Read>(
             .unwrap_or_else(|_| Vec::with_capacity(BATCH))
     };
     let mut batch = fresh();
+    let mut batch_bytes = 0;
+    let end = |reader: &TraceReader<R>, truncated, corrupt| {
+        Batch::End(ReadEnd {
+            truncated,
+            corrupt,
+            complete_bytes: reader.offset(),
+            resume: reader.resume(),
+            damage: FrameDamage {
+                duplicate_frames: reader.duplicate_frames(),
+                missing_frames: reader.missing_frames(),
+                unresolved_events: reader.unresolved_events(),
+            },
+        })
+    };
     let end = loop {
         match reader.next_event() {
             Ok(Some(ev)) => {
                 batch.push(ev);
-                if batch.len() == BATCH {
+                batch_bytes += reader.last_event_bytes();
+                if batch.len() == BATCH || batch_bytes >= BATCH_BYTES {
+                    batch_bytes = 0;
                     let full = std::mem::replace(&mut batch, fresh());
                     if tx.send(Batch::Events(full)).is_err() {
                         return;
                     }
                 }
             }
-            Ok(None) => {
-                break Batch::End {
-                    truncated: reader.truncated(),
-                    corrupt: None,
-                    complete_bytes: reader.offset(),
-                }
-            }
+            Ok(None) => break end(reader, reader.truncated(), None),
             Err(e @ memshim_trace::Error::CorruptFrame { .. }) => {
-                break Batch::End {
-                    truncated: true,
-                    corrupt: Some(e.to_string()),
-                    complete_bytes: reader.offset(),
-                }
+                break end(reader, true, Some(e.to_string()))
             }
             Err(e) => break Batch::Failed(e),
         }
