@@ -17,15 +17,29 @@ use memshim_trace::{Event, Note, Record, SymFrame, Symbol, TraceWriter};
 use crate::replay;
 use crate::symbolize::Symbolizer;
 
-/// Appends symbols for the addresses the trace does not name yet; returns how many were named.
-pub fn append(path: &Path) -> Result<usize> {
+/// What appending found.
+pub struct Appended {
+    /// Addresses named.
+    pub named: usize,
+    /// Stacks the trace defines: none when no allocation (or mapping, or CUDA call) was recorded.
+    pub stacks: usize,
+}
+
+/// Appends symbols for the addresses the trace does not name yet.
+pub fn append(path: &Path) -> Result<Appended> {
     let t = replay::replay_with(path, replay::Detail::Symbols)?;
     let size = std::fs::metadata(path)
         .with_context(|| format!("cannot read {}", path.display()))?
         .len();
-    let Some(at) = t.resume else { return Ok(0) };
+    let done = |named| Appended {
+        named,
+        stacks: t.stacks.len(),
+    };
+    let Some(at) = t.resume else {
+        return Ok(done(0));
+    };
     if t.corrupt.is_some() || t.complete_bytes != size {
-        return Ok(0);
+        return Ok(done(0));
     }
     let addrs: BTreeSet<u64> = t
         .stacks
@@ -54,7 +68,7 @@ pub fn append(path: &Path) -> Result<usize> {
         .collect();
     sym.save_cache();
     if symbols.is_empty() {
-        return Ok(0);
+        return Ok(done(0));
     }
     let mut file = OpenOptions::new()
         .write(true)
@@ -77,5 +91,5 @@ pub fn append(path: &Path) -> Result<usize> {
     })))?;
     w.finish()
         .with_context(|| format!("cannot add symbols to {}", path.display()))?;
-    Ok(symbols.len())
+    Ok(done(symbols.len()))
 }

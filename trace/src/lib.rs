@@ -21,6 +21,7 @@
 mod delta;
 mod error;
 mod frame;
+pub mod fuzz_entry;
 mod header;
 mod hot;
 mod reader;
@@ -29,8 +30,8 @@ mod serials;
 mod writer;
 
 pub use error::Error;
-pub use header::{Clock, Header, FORMAT_VERSION, MAGIC};
 pub use frame::{MAX_FRAME_LEN, MAX_RECORD_BYTES};
+pub use header::{Clock, Header, FORMAT_VERSION, MAGIC};
 pub use reader::{Resume, TraceReader};
 pub use record::{
     Alloc, AllocCpu, AllocFn, CopyApi, CopyTime, Counter, CudaApi, CudaFailure, CuptiState,

@@ -245,7 +245,11 @@ impl<R: Read> TraceReader<R> {
             let ev = if self.version == 1 {
                 let WireV1(dt, tid, record) = options.deserialize_from(&mut cursor).map_err(bad)?;
                 f.t = f.t.wrapping_add(dt as u64);
-                Some(Event { t: f.t, tid, record })
+                Some(Event {
+                    t: f.t,
+                    tid,
+                    record,
+                })
             } else {
                 let (dt, dtid, record) = match crate::hot::decode(&mut cursor) {
                     Some(hot) => hot,

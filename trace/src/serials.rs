@@ -247,7 +247,10 @@ mod tests {
         );
         assert!(matches!(stored[n - 1], Record::FreeBack(FreeBack { back, .. }) if back == WINDOW));
         let mut r = FreeResolver::default();
-        let back: Vec<Record> = stored.into_iter().map(|s| r.decode(s).unwrap().unwrap().0).collect();
+        let back: Vec<Record> = stored
+            .into_iter()
+            .map(|s| r.decode(s).unwrap().unwrap().0)
+            .collect();
         assert_eq!(back, records);
     }
 
@@ -278,7 +281,10 @@ mod tests {
             Record::FreeBack(FreeBack { back: 1, .. })
         ));
         let mut r = FreeResolver::default();
-        let back: Vec<Record> = stored.into_iter().map(|s| r.decode(s).unwrap().unwrap().0).collect();
+        let back: Vec<Record> = stored
+            .into_iter()
+            .map(|s| r.decode(s).unwrap().unwrap().0)
+            .collect();
         assert_eq!(back, records);
     }
 }

@@ -90,7 +90,11 @@ fn a_lost_frame_is_counted_and_frees_after_it_never_name_the_wrong_block() {
                 "frame {k} lost: {ev:?} is not in the trace"
             );
         }
-        assert_eq!(got.len() as u64 + unresolved, kept.len() as u64, "frame {k}");
+        assert_eq!(
+            got.len() as u64 + unresolved,
+            kept.len() as u64,
+            "frame {k}"
+        );
         some_unresolved |= unresolved > 0;
     }
     assert!(some_unresolved, "frees refer to blocks of lost frames");
@@ -142,7 +146,10 @@ fn a_frame_claiming_more_than_the_file_holds_costs_nothing_and_is_torn() {
     let mut r = TraceReader::new(&bytes[..]).unwrap();
     assert_eq!(r.next_event().unwrap(), None);
     assert!(r.truncated());
-    assert_eq!(r.torn_bytes(), (FRAME_HEADER_LEN + FRAME_SEQ_LEN + 3) as u64);
+    assert_eq!(
+        r.torn_bytes(),
+        (FRAME_HEADER_LEN + FRAME_SEQ_LEN + 3) as u64
+    );
 }
 
 #[test]
@@ -158,7 +165,10 @@ fn a_record_longer_than_a_record_may_be_is_a_corrupt_frame() {
     assert!(bytes.len() < 100_000, "{} bytes", bytes.len());
     let err = read_all(&bytes).expect_err("too long");
     assert!(matches!(err, Error::CorruptFrame { .. }), "{err}");
-    assert!(err.to_string().contains("an event does not decode"), "{err}");
+    assert!(
+        err.to_string().contains("an event does not decode"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -59,7 +59,11 @@ pub fn run(paths: &[PathBuf]) -> Result<()> {
         writeln!(
             out,
             "truncated:    {}",
-            if r.truncated { "yes" } else { "no" }
+            match (r.truncated, r.still_writing) {
+                (_, true) => "no end yet: still being written (its process is running)",
+                (true, false) => "yes",
+                _ => "no",
+            }
         )?;
         if let Some(c) = &r.corrupt {
             writeln!(out, "corrupt:      {c}")?;

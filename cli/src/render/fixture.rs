@@ -75,6 +75,7 @@ fn process(pid: u32, argv: &[&str]) -> Process {
         duration_s: 2.25,
         forked: false,
         truncated: false,
+        still_writing: false,
         end: Some("exit"),
         dropped_events: 0,
         sampling_bytes: None,
@@ -273,5 +274,9 @@ pub fn report() -> Report {
         schema: SCHEMA,
         processes: vec![main, child],
         ranks: None,
+        unreadable: vec![crate::report::model::Unreadable {
+            trace: "traces/worker.4243.mshim".into(),
+            why: "the trace is empty (0 bytes); the process may have been killed before the shim wrote its header".into(),
+        }],
     }
 }

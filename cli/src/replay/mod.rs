@@ -45,6 +45,8 @@ pub struct Replayed {
     pub end: Option<End>,
     /// True when the trace ends without its End record or with a torn frame.
     pub truncated: bool,
+    /// True when it has no end because its writer is still running (see `live_writer`).
+    pub still_writing: bool,
     /// Why reading stopped early, when a frame was corrupt.
     pub corrupt: Option<String>,
     /// Events the shim could not record.
@@ -202,6 +204,7 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
         header: reader.header().clone(),
         end: None,
         truncated: false,
+        still_writing: false,
         corrupt: None,
         dropped: 0,
         notes: Vec::new(),
@@ -304,6 +307,10 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
     r.corrupt = end.corrupt;
     r.complete_bytes = end.complete_bytes;
     r.truncated = end.truncated || r.corrupt.is_some();
+    r.still_writing = r.truncated
+        && r.end.is_none()
+        && r.corrupt.is_none()
+        && crate::live_writer::is_writing(path, &r.header);
     Ok(r)
 }
 

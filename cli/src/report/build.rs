@@ -24,6 +24,7 @@ pub fn report(mut traces: Vec<Replayed>) -> Report {
         schema: SCHEMA,
         ranks: super::ranks::section(&processes),
         processes,
+        unreadable: Vec::new(),
     }
 }
 
@@ -65,9 +66,25 @@ fn process(t: &Replayed) -> Process {
     if let Some(c) = &t.corrupt {
         notes.push(format!("reading stopped early: {c}"));
     }
-    if t.truncated && t.corrupt.is_none() {
+    if t.still_writing {
+        notes.push(format!(
+            "the trace is still being written: process {} is running and has it open, so these are the figures so far (run the report again when it has ended)",
+            t.header.pid
+        ));
+    } else if t.truncated && t.corrupt.is_none() {
         notes.push(
             "the trace ends without the shim closing it: the process was killed or crashed, so the last moments (up to 100 ms) may be missing and \"leaks\" are what was live when it died"
+                .into(),
+        );
+    }
+    let recorded_nothing = t.heap.allocations == 0
+        && t.heap_totals
+            .as_ref()
+            .is_none_or(|c| c.last.allocations == 0)
+        && t.stacks.is_empty();
+    if recorded_nothing && t.corrupt.is_none() {
+        notes.push(
+            "no allocation reached the shim: the program allocates nothing on the heap, or uses an allocator of its own (statically linked, or one that never calls libc's malloc)"
                 .into(),
         );
     }
@@ -83,6 +100,7 @@ fn process(t: &Replayed) -> Process {
         duration_s: ns_to_s(t.last_t),
         forked: t.header.forked,
         truncated: t.truncated,
+        still_writing: t.still_writing,
         end: t.end.as_ref().map(|e| end_name(e.reason)),
         dropped_events: t.dropped,
         sampling_bytes: (t.heap.sample_bytes > 0).then_some(t.heap.sample_bytes),

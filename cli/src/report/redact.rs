@@ -68,6 +68,10 @@ pub fn redact(report: &mut Report, r: &Redactions) {
             row.host = "<host>".into();
         }
     }
+    for u in &mut report.unreadable {
+        u.trace = r.text(&u.trace);
+        u.why = r.text(&u.why);
+    }
     for p in &mut report.processes {
         p.hostname = "<host>".into();
         p.exe = r.text(&p.exe);
