@@ -59,13 +59,14 @@ fn main() -> ExitCode {
             by,
             memory,
             output,
+            redact,
         } => {
             let kind = if perfetto {
                 cmd::export::Kind::Perfetto
             } else {
                 cmd::export::Kind::Collapsed(by, memory)
             };
-            cmd::export::run(&paths, kind, output.as_deref()).map(|()| 0)
+            cmd::export::run(&paths, kind, output.as_deref(), redact).map(|()| 0)
         }
     };
     match result {

@@ -13,7 +13,7 @@
 //! initialised arguments: signal sets made with `sigemptyset`/`sigaddset`, and a `siginfo_t` that
 //! the kernel fills. The signals are blocked before any thread is started, so every thread of
 //! memshim inherits the mask and only the forwarding thread takes them; the command's own mask is
-//! reset by the standard library when it is spawned.
+//! restored in the child before `exec` (`unblock_in_child`).
 #![allow(unsafe_code)]
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -43,6 +43,21 @@ pub fn block() {
     // SAFETY: `set` is initialised; a null old-set pointer is allowed.
     unsafe {
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// Makes `cmd` start with the forwarded signals unblocked again (the mask is inherited across
+/// `exec`): the command gets the signal mask memshim itself was started with.
+pub fn unblock_in_child(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let set = forwarded_set();
+    // SAFETY: the closure runs in the forked child before exec and calls only pthread_sigmask,
+    // which is async-signal-safe, with an initialised set copied into the closure.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            Ok(())
+        });
     }
 }
 

@@ -10,6 +10,7 @@ mod cuda_timing;
 mod cupti;
 mod formats;
 mod heap;
+mod hostile;
 mod memory_system;
 mod numa;
 mod numa_qemu;

@@ -65,9 +65,10 @@ pub fn run(
             "memshim: {program} is a static executable (it has no ELF interpreter), so the shim cannot be loaded into it and it cannot be traced; running it untraced"
         );
     }
-    // Blocked before the command and any thread start (the command's mask is reset at spawn);
+    // Blocked before the command and any thread start (and unblocked again in the command);
     // the forwarder passes on what is sent to memshim.
     signals::block();
+    signals::unblock_in_child(&mut cmd);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
