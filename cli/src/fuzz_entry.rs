@@ -54,3 +54,48 @@ fn scratch_path() -> PathBuf {
         NEXT.fetch_add(1, Ordering::Relaxed)
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn the_report_corpus_replays_through_every_renderer() {
+        // Replays the committed fuzz corpus through the report target's entry point: the seeds
+        // (real traces, `seed-*`) must report, and every input must end, without a panic, quickly.
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/report");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+            .map(|e| e.expect("an entry").path())
+            .collect();
+        files.sort();
+        let seeds = files
+            .iter()
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("seed-"))
+            })
+            .count();
+        assert!(seeds >= 10, "{seeds} seeds");
+        assert!(files.len() > seeds, "the fuzzer's finds are committed too");
+        for path in &files {
+            let bytes = std::fs::read(path).expect("a corpus file");
+            let start = Instant::now();
+            let got = report_bytes(&bytes);
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "{} took {:?}",
+                path.display(),
+                start.elapsed()
+            );
+            if path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("seed-"))
+            {
+                let n = got.unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+                assert!(n > 1000, "{}: {n} bytes rendered", path.display());
+            }
+        }
+    }
+}

@@ -77,3 +77,64 @@ pub fn frame_payload(select: u8, payload: &[u8]) -> Vec<u8> {
     bytes.extend_from_slice(stored);
     bytes
 }
+
+#[cfg(test)]
+mod tests {
+    //! Replays the committed fuzz corpus (`fuzz/corpus/`) through the same entry points as the fuzz
+    //! targets: CI runs this instead of the fuzzer (see `fuzz/README.md`).
+    use super::*;
+    use std::path::Path;
+    use std::time::{Duration, Instant};
+
+    /// Every file of `fuzz/corpus/<target>`, with its name.
+    fn corpus(target: &str) -> Vec<(String, Vec<u8>)> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../fuzz/corpus")
+            .join(target);
+        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+            .map(|e| {
+                let path = e.expect("an entry").path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                (name, std::fs::read(&path).expect("a corpus file"))
+            })
+            .collect();
+        files.sort();
+        files
+    }
+
+    /// Runs `read` over the corpus of `target`: the seeds (real traces, `seed-*`) must read whole,
+    /// and every input must finish, without a panic, within a second.
+    fn replay(target: &str, read: fn(&[u8]) -> Result<u64, Error>) {
+        let files = corpus(target);
+        let seeds = files.iter().filter(|(n, _)| n.starts_with("seed-")).count();
+        assert!(seeds >= 10, "{target}: {seeds} seeds");
+        assert!(
+            files.len() > seeds,
+            "{target}: the fuzzer's finds are committed too"
+        );
+        for (name, bytes) in &files {
+            let start = Instant::now();
+            let got = read(bytes);
+            assert!(
+                start.elapsed() < Duration::from_secs(1),
+                "{target}/{name} took {:?}",
+                start.elapsed()
+            );
+            if name.starts_with("seed-") {
+                let n = got.unwrap_or_else(|e| panic!("{target}/{name}: {e}"));
+                assert!(n > 0, "{target}/{name}: no events");
+            }
+        }
+    }
+
+    #[test]
+    fn the_frames_corpus_replays() {
+        replay("frames", read_trace);
+    }
+
+    #[test]
+    fn the_records_corpus_replays() {
+        replay("records", read_payload);
+    }
+}

@@ -1,6 +1,13 @@
 //! Replays one trace file through the analyses, keeping what the report needs: the header, how the
 //! trace ended, stacks, modules and symbols. Memory stays bounded by the live set and the number of
 //! distinct stacks, whatever the file's size.
+//!
+//! # Memory bound
+//! Reading costs at most the reader's bound (two 64 MiB frame buffers, an 8 MiB ring and one record
+//! of at most 16 MiB encoded: see `memshim_trace::TraceReader`) plus the decoded events in flight
+//! between the two threads: `IN_FLIGHT` batches of at most `BATCH` events or `BATCH_BYTES` encoded
+//! bytes each, plus one record. Everything else grows only with what the trace defines: live
+//! blocks (about 80 bytes each in the heap analysis), distinct stacks, modules and names.
 use rustc_hash::FxHashMap as HashMap;
 use std::fs::File;
 use std::io::BufReader;
