@@ -201,6 +201,31 @@ fn an_empty_trace_in_a_directory_is_named_and_the_others_are_reported() {
         )),
         "{text}"
     );
+    // `info` describes it and goes on; `export` leaves it out and exports the other.
+    let (code, info, _) = memshim_within(
+        &[OsStr::new("info"), dir.traces().as_os_str()],
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, Some(0));
+    assert!(
+        info.contains(&format!(
+            "trace:        {}\nunreadable:   the trace is empty (0 bytes)",
+            empty.display()
+        )),
+        "{info}"
+    );
+    assert!(info.contains("end:          exit"), "{info}");
+    let (code, collapsed, err) = memshim_within(
+        &[
+            OsStr::new("export"),
+            OsStr::new("--collapsed"),
+            dir.traces().as_os_str(),
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(collapsed.contains("leak_malloc"), "{collapsed}");
+    assert!(err.contains("left out of the export"), "{err}");
 }
 
 #[test]
@@ -564,4 +589,40 @@ fn a_removed_output_directory_leaves_the_exit_status_alone() {
             "{stderr}"
         );
     }
+}
+
+#[test]
+fn a_program_whose_allocations_never_reach_the_shim_gets_a_reason_not_a_bare_zero() {
+    let dir = TestDir::new("hostile_no_malloc");
+    // Memory from mmap only, as a program with an allocator of its own gets it.
+    let own = "#include <sys/mman.h>\nint main(void) { char *p = mmap(0, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0); p[0] = 1; return p[0] == 1 ? 4 : 1; }\n";
+    let prog = compile_source(&dir, "own_allocator", own, &["-O0"]);
+    let out = memshim_run(&dir, &prog, &NO_ARGS);
+    assert_eq!(out.status.code(), Some(4), "{}", out.describe());
+    let report = json_report(&dir.traces());
+    let p = &report["processes"][0];
+    assert_eq!(p["heap"]["allocations"], 0);
+    assert!(
+        notes(p).contains(&"no malloc call reached the shim: the program allocates nothing on the heap, or uses an allocator of its own (statically linked, or one that never calls libc's malloc)".to_string()),
+        "{:?}",
+        notes(p)
+    );
+    // Nothing recorded at all: `memshim run` says so about the trace.
+    let nothing = compile_source(&dir, "nothing", "int main(void) { return 0; }\n", &["-O1"]);
+    let mut cmd = memshim_cmd();
+    cmd.args(["run", "-o"])
+        .arg(dir.path("traces-nothing"))
+        .arg("--")
+        .arg(&nothing);
+    let out = run_ok(&mut cmd);
+    let trace = trace_files(&dir.path("traces-nothing"));
+    assert_eq!(trace.len(), 1);
+    assert!(
+        out.stderr_str().contains(&format!(
+            "memshim: note: {}: no allocation reached the shim: the program allocates nothing, or uses its own allocator (its malloc calls never reach libc's)",
+            trace[0].display()
+        )),
+        "{}",
+        out.describe()
+    );
 }

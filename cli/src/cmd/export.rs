@@ -35,17 +35,19 @@ pub fn run(paths: &[PathBuf], kind: Kind, output: Option<&Path>, redact: bool) -
         match kind {
             Kind::Collapsed(by, memory) => {
                 for f in &files {
-                    let t = replay::replay(f)?;
+                    let Some(t) = readable(f, files.len())? else {
+                        continue;
+                    };
                     hosts.push(t.header.hostname.clone());
                     collapsed::write(&t, by, memory, out)
                         .context("cannot write the collapsed stacks")?;
                 }
             }
             Kind::Perfetto => {
-                let all = files
-                    .iter()
-                    .map(|f| replay::replay(f))
-                    .collect::<Result<Vec<_>>>()?;
+                let mut all = Vec::new();
+                for f in &files {
+                    all.extend(readable(f, files.len())?);
+                }
                 hosts.extend(all.iter().map(|t| t.header.hostname.clone()));
                 perfetto::write(&all, out).context("cannot write the timeline")?;
             }
@@ -67,4 +69,17 @@ pub fn run(paths: &[PathBuf], kind: Kind, output: Option<&Path>, redact: bool) -
             .context("cannot write the export")?;
     }
     dest.flush().context("cannot write the export")
+}
+
+/// The replay of `file`; of several files, one that cannot be read at all is skipped with a warning
+/// (the others are exported).
+fn readable(file: &Path, of: usize) -> Result<Option<replay::Replayed>> {
+    match replay::replay(file) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if of > 1 => {
+            eprintln!("memshim: warning: {e:#}; left out of the export");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }

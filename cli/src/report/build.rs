@@ -77,14 +77,14 @@ fn process(t: &Replayed) -> Process {
                 .into(),
         );
     }
-    let recorded_nothing = t.heap.allocations == 0
+    let no_malloc = t.heap.allocations == 0
         && t.heap_totals
             .as_ref()
-            .is_none_or(|c| c.last.allocations == 0)
-        && t.stacks.is_empty();
-    if recorded_nothing && t.corrupt.is_none() {
+            .is_none_or(|c| c.last.allocations == 0);
+    let exec_ended = t.end.as_ref().is_some_and(|e| e.reason == EndReason::Exec);
+    if no_malloc && t.corrupt.is_none() && !exec_ended {
         notes.push(
-            "no allocation reached the shim: the program allocates nothing on the heap, or uses an allocator of its own (statically linked, or one that never calls libc's malloc)"
+            "no malloc call reached the shim: the program allocates nothing on the heap, or uses an allocator of its own (statically linked, or one that never calls libc's malloc)"
                 .into(),
         );
     }
