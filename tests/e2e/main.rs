@@ -18,6 +18,7 @@ mod process;
 mod python;
 mod report;
 mod robustness;
+mod run_faults;
 mod schema;
 mod symbol_cache;
 mod util;
