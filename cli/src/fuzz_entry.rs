@@ -82,7 +82,8 @@ mod tests {
         for path in &files {
             let bytes = std::fs::read(path).expect("a corpus file");
             let start = Instant::now();
-            let got = report_bytes(&bytes);
+            // Most are damaged and give an error; what matters is that they end, quickly.
+            let _ = report_bytes(&bytes);
             assert!(
                 start.elapsed() < Duration::from_secs(5),
                 "{} took {:?}",
