@@ -60,26 +60,33 @@ mod tests {
     use super::*;
     use std::time::{Duration, Instant};
 
-    #[test]
-    fn the_report_corpus_replays_through_every_renderer() {
-        // Replays the committed fuzz corpus through the report target's entry point: the seeds
-        // (real traces, `seed-*`) must report, and every input must end, without a panic, quickly.
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/report");
+    /// The files of `fuzz/<kind>/report`.
+    fn files(kind: &str) -> Vec<PathBuf> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../fuzz")
+            .join(kind)
+            .join("report");
         let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
             .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
             .map(|e| e.expect("an entry").path())
             .collect();
         files.sort();
-        let seeds = files
-            .iter()
-            .filter(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("seed-"))
-            })
-            .count();
-        assert!(seeds >= 10, "{seeds} seeds");
-        assert!(files.len() > seeds, "the fuzzer's finds are committed too");
-        for path in &files {
+        files
+    }
+
+    #[test]
+    fn the_report_corpus_replays_through_every_renderer() {
+        // The committed seeds (real traces) must report in every format; every input the fuzzer
+        // found (the corpus) must end, without a panic, quickly.
+        let seeds = files("seeds");
+        let found = files("corpus");
+        assert!(seeds.len() >= 10, "{} seeds", seeds.len());
+        assert!(found.len() >= 10, "{} inputs found", found.len());
+        for path in &seeds {
+            let n = report_file(path).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+            assert!(n > 1000, "{}: {n} bytes rendered", path.display());
+        }
+        for path in &found {
             let bytes = std::fs::read(path).expect("a corpus file");
             let start = Instant::now();
             // Most are damaged and give an error; what matters is that they end, quickly.
@@ -90,13 +97,6 @@ mod tests {
                 path.display(),
                 start.elapsed()
             );
-            if path
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("seed-"))
-            {
-                let n = got.unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
-                assert!(n > 1000, "{}: {n} bytes rendered", path.display());
-            }
         }
     }
 }

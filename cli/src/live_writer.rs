@@ -1,24 +1,25 @@
 //! Whether a trace without its end is still being written, rather than left by a process that was
 //! killed or crashed.
 //!
-//! The rule: the trace's header names this machine, a process with the header's pid is running,
-//! and that process holds the trace file open (one of its descriptors, or a mapping, is the same
-//! file: same device and inode). A reused pid holds some other file, so it is never taken for the
-//! writer. When the process's descriptors cannot be read (it belongs to another user), a file
-//! modified within the last [`RECENT`] counts as being written: the shim writes at least every
-//! 100 ms while the program allocates.
+//! The rule: the trace's header names this machine, a process with the header's pid is running, and
+//! it is the trace's own process, not a later one that reused the pid: it holds the trace file open
+//! (one of its descriptors, or a mapping, is the same file: same device and inode), or it started no
+//! later than the trace did (its start time, from `/proc/PID/stat`, is at most [`SLACK`] after the
+//! header's; a process that reused the pid started after the trace's process had ended). The start
+//! time decides when the descriptors cannot be read (another user's process) or the shim holds none
+//! for a moment.
 //!
 //! Never: guess from the pid alone, or look at any process but the header's.
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::time::{Duration, SystemTime};
 
 use memshim_trace::Header;
 
-/// How recent a modification must be to count when the writer's descriptors cannot be seen.
-pub const RECENT: Duration = Duration::from_secs(5);
+/// How much later than the trace's start its process may seem to have started: the kernel's start
+/// time has a resolution of 1/100 s and the boot time one second.
+pub const SLACK_NS: u64 = 2_000_000_000;
 
-/// True when `path`'s writer (the process of `header`) is running and has it open.
+/// True when `path`'s writer (the process of `header`) is still running.
 pub fn is_writing(path: &Path, header: &Header) -> bool {
     let Ok(meta) = std::fs::metadata(path) else {
         return false;
@@ -30,31 +31,39 @@ pub fn is_writing(path: &Path, header: &Header) -> bool {
     if !proc_dir.exists() {
         return false;
     }
-    let id = (meta.dev(), meta.ino());
-    match holds_open(&proc_dir, id) {
-        Some(held) => held,
-        None => meta
-            .modified()
-            .ok()
-            .and_then(|m| SystemTime::now().duration_since(m).ok())
-            .is_some_and(|age| age <= RECENT),
-    }
+    holds_open(&proc_dir, (meta.dev(), meta.ino()))
+        || start_unix_ns(&proc_dir)
+            .is_some_and(|started| started <= header.start_unix_ns.saturating_add(SLACK_NS))
 }
 
-/// Whether the process at `proc_dir` has the file `id` open or mapped; `None` when that cannot be
-/// seen (its descriptors are not ours to read).
-fn holds_open(proc_dir: &Path, id: (u64, u64)) -> Option<bool> {
-    let fds = std::fs::read_dir(proc_dir.join("fd")).ok()?;
-    for fd in fds.flatten() {
-        if let Ok(m) = std::fs::metadata(fd.path()) {
-            if (m.dev(), m.ino()) == id {
-                return Some(true);
-            }
-        }
-    }
+/// When the process at `proc_dir` started, in nanoseconds since the Unix epoch: the boot time
+/// (`btime` of `/proc/stat`) plus its start time in clock ticks (`/proc/PID/stat` field 22; the
+/// kernel's USER_HZ is 100 on Linux).
+fn start_unix_ns(proc_dir: &Path) -> Option<u64> {
+    let stat = std::fs::read_to_string(proc_dir.join("stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: fields resume after the last ')'.
+    let after = &stat[stat.rfind(')')? + 1..];
+    let ticks: u64 = after.split_whitespace().nth(19)?.parse().ok()?;
+    let btime: u64 = std::fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(btime * 1_000_000_000 + ticks * 10_000_000)
+}
+
+/// Whether the process at `proc_dir` has the file `id` open or mapped (false when that cannot be
+/// seen: its descriptors are not ours to read).
+fn holds_open(proc_dir: &Path, id: (u64, u64)) -> bool {
+    let held = std::fs::read_dir(proc_dir.join("fd")).is_ok_and(|fds| {
+        fds.flatten()
+            .any(|fd| std::fs::metadata(fd.path()).is_ok_and(|m| (m.dev(), m.ino()) == id))
+    });
     // A shared mapping of the trace stays after its descriptor is closed.
-    let maps = std::fs::read_to_string(proc_dir.join("maps")).unwrap_or_default();
-    Some(maps.lines().any(|l| maps_line_is(l, id)))
+    held || std::fs::read_to_string(proc_dir.join("maps"))
+        .is_ok_and(|maps| maps.lines().any(|l| maps_line_is(l, id)))
 }
 
 /// True when a `/proc/PID/maps` line maps the file `id` (`dev` as `major:minor` in hex, then inode).
@@ -106,25 +115,48 @@ mod tests {
     }
 
     #[test]
-    fn a_file_this_process_holds_open_is_being_written_and_one_it_closed_is_not() {
+    fn the_running_process_that_wrote_a_trace_is_its_writer_and_a_later_one_is_not() {
         let path = std::env::temp_dir().join(format!("memshim-live-{}.mshim", std::process::id()));
         let file = std::fs::File::create(&path).unwrap();
-        let me = header(std::process::id());
-        assert!(is_writing(&path, &me));
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
+        let mut me = header(std::process::id());
+        me.start_unix_ns = now;
+        assert!(is_writing(&path, &me), "holds it open");
         let mut elsewhere = me.clone();
         elsewhere.hostname = "another-host.invalid".into();
         assert!(!is_writing(&path, &elsewhere), "another machine's process");
         drop(file);
         assert!(
-            !is_writing(&path, &me),
-            "closed: its writer is done with it"
+            is_writing(&path, &me),
+            "closed, but running since before the trace began"
         );
-        // pid 1 is running but never holds our file (or cannot be looked at and the file is
-        // recent, which the rule then accepts; only check the case that can be seen).
-        if std::fs::read_dir("/proc/1/fd").is_ok() {
-            assert!(!is_writing(&path, &header(1)));
-        }
+        // A trace that began before this process did was written by an earlier one with its pid.
+        let mut earlier = me.clone();
+        earlier.start_unix_ns = 1_000_000_000;
+        assert!(!is_writing(&path, &earlier));
+        // A pid that no process has.
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        let pid = gone.id();
+        gone.wait().unwrap();
+        assert!(!is_writing(&path, &header(pid)));
         std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn this_process_started_a_moment_ago_by_its_own_clock() {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
+        let started = start_unix_ns(Path::new("/proc/self")).expect("a start time");
+        assert!(started <= now + SLACK_NS, "{started} after {now}");
+        assert!(
+            now - started < 3600 * 1_000_000_000,
+            "the test started within the hour"
+        );
     }
 
     #[test]

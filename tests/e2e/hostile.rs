@@ -4,7 +4,7 @@
 use std::ffi::OsStr;
 use std::io::Read;
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use memshim_trace::{
@@ -344,7 +344,7 @@ fn a_trace_still_being_written_is_not_called_crashed() {
         (p["still_writing"].as_bool(), p["truncated"].as_bool()),
         (Some(true), Some(true))
     );
-    let want = format!("the trace is still being written: process {me} is running and has it open, so these are the figures so far (run the report again when it has ended)");
+    let want = format!("the trace is still being written: its process {me} is running, so these are the figures so far (run the report again when it has ended)");
     assert!(notes(&p).contains(&want), "{:?}", notes(&p));
     assert!(
         !notes(&p).iter().any(|n| n.contains("killed or crashed")),
@@ -353,7 +353,18 @@ fn a_trace_still_being_written_is_not_called_crashed() {
     );
     drop(w);
     drop(file);
-    // Closed without its end: now it was killed or crashed.
+    // The same trace of a process that has ended (its pid is free): it was killed or crashed.
+    let mut gone = Command::new("true").spawn().expect("true runs");
+    let pid = gone.id();
+    gone.wait().expect("true ends");
+    let file = std::fs::File::create(&trace).unwrap();
+    let mut w = TraceWriter::new(&file, &header(pid, "/bin/prog", &["prog"]), Some(3)).unwrap();
+    for ev in events("/nonexistent/prog", 64, None, false) {
+        w.push(&ev).unwrap();
+    }
+    w.flush_frame().unwrap();
+    drop(w);
+    drop(file);
     let p = json_report(&trace)["processes"][0].clone();
     assert_eq!(p["still_writing"], false);
     assert!(

@@ -68,7 +68,7 @@ fn process(t: &Replayed) -> Process {
     }
     if t.still_writing {
         notes.push(format!(
-            "the trace is still being written: process {} is running and has it open, so these are the figures so far (run the report again when it has ended)",
+            "the trace is still being written: its process {} is running, so these are the figures so far (run the report again when it has ended)",
             t.header.pid
         ));
     } else if t.truncated && t.corrupt.is_none() {

@@ -84,8 +84,8 @@ pub struct Process {
     pub duration_s: f64,
     pub forked: bool,
     pub truncated: bool,
-    /// True when the trace has no end because its process is still running and writing it (see
-    /// `live_writer`): the figures are what it had written so far, not a crash.
+    /// True when the trace has no end because its process is still running (see `live_writer`):
+    /// the figures are what it had written so far, not a crash.
     pub still_writing: bool,
     /// "exit", "quick_exit", "exec", "failure", or null when the trace has no end.
     pub end: Option<&'static str>,
