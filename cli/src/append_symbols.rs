@@ -21,8 +21,9 @@ use crate::symbolize::Symbolizer;
 pub struct Appended {
     /// Addresses named.
     pub named: usize,
-    /// Stacks the trace defines: none when no allocation (or mapping, or CUDA call) was recorded.
-    pub stacks: usize,
+    /// True when the trace is whole (it has its end) and defines no stack: no allocation, mapping
+    /// or CUDA call was recorded at all.
+    pub recorded_nothing: bool,
 }
 
 /// Appends symbols for the addresses the trace does not name yet.
@@ -33,7 +34,7 @@ pub fn append(path: &Path) -> Result<Appended> {
         .len();
     let done = |named| Appended {
         named,
-        stacks: t.stacks.len(),
+        recorded_nothing: t.stacks.is_empty() && t.end.is_some() && !t.truncated,
     };
     let Some(at) = t.resume else {
         return Ok(done(0));

@@ -480,3 +480,22 @@ fn redact_covers_every_format_and_export() {
         );
     }
 }
+
+#[test]
+fn a_trace_that_ends_before_any_allocation_does_not_claim_none_were_made() {
+    let dir = TestDir::new("hostile_early_end");
+    let trace = dir.path("early.1.mshim");
+    let mut gone = Command::new("true").spawn().expect("true runs");
+    let pid = gone.id();
+    gone.wait().expect("true ends");
+    // Only the module map made it to the file: the process died in its first moments.
+    let first = events("/nonexistent/prog", 64, None, false)[..1].to_vec();
+    write_trace(&trace, &header(pid, "/bin/prog", &["prog"]), &first);
+    let p = json_report(&trace)["processes"][0].clone();
+    assert_eq!(
+        (p["truncated"].as_bool(), p["heap"]["allocations"].as_u64()),
+        (Some(true), Some(0))
+    );
+    let want = "no allocation is in the trace, which ends early: the process died or tracing stopped before the shim wrote any, so 0 allocations is not a measurement";
+    assert!(notes(&p).contains(&want.to_string()), "{:?}", notes(&p));
+}

@@ -96,7 +96,7 @@ pub fn run(
     let mut empty = Vec::new();
     for trace in &found {
         match crate::append_symbols::append(trace) {
-            Ok(a) if a.stacks == 0 => empty.push(trace),
+            Ok(a) if a.recorded_nothing => empty.push(trace),
             Ok(_) => {}
             Err(e) => eprintln!(
                 "memshim: warning: {e:#} (the report will name frames from the files on disk)"
@@ -116,7 +116,7 @@ pub fn run(
         };
         eprintln!("memshim: warning: {program} wrote no trace: {why}");
     }
-    for trace in empty {
+    for trace in empty.into_iter().filter(|_| !quiet) {
         eprintln!(
             "memshim: note: {}: no allocation reached the shim: the program allocates nothing, or uses its own allocator (its malloc calls never reach libc's)",
             trace.display()

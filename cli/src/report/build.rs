@@ -82,11 +82,12 @@ fn process(t: &Replayed) -> Process {
             .as_ref()
             .is_none_or(|c| c.last.allocations == 0);
     let exec_ended = t.end.as_ref().is_some_and(|e| e.reason == EndReason::Exec);
-    if no_malloc && t.corrupt.is_none() && !exec_ended {
-        notes.push(
-            "no malloc call reached the shim: the program allocates nothing on the heap, or uses an allocator of its own (statically linked, or one that never calls libc's malloc)"
-                .into(),
-        );
+    if no_malloc && t.corrupt.is_none() && !exec_ended && !t.still_writing {
+        notes.push(if t.truncated {
+            "no allocation is in the trace, which ends early: the process died or tracing stopped before the shim wrote any, so 0 allocations is not a measurement".into()
+        } else {
+            "no malloc call reached the shim: the program allocates nothing on the heap, or uses an allocator of its own (statically linked, or one that never calls libc's malloc)".into()
+        });
     }
     notes.extend(sym.problems());
     Process {
