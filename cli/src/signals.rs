@@ -61,7 +61,25 @@ pub fn unblock_in_child(cmd: &mut std::process::Command) {
     }
 }
 
-/// Unblocks them again: once the command has ended, a signal ends memshim as it normally would.
+/// Discards the forwarded signals that arrived since the command ended (while memshim named its
+/// frames: appending symbols is not cut short, so a trace never gets a torn frame from it), then
+/// unblocks them.
+pub fn drain_and_unblock() {
+    let set = forwarded_set();
+    let now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: as in `Forwarder::start`; a zero timeout only polls.
+    while unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::sigtimedwait(&set, &mut info, &now)
+    } > 0
+    {}
+    unblock();
+}
+
+/// Unblocks them again.
 pub fn unblock() {
     let set = forwarded_set();
     // SAFETY: as in `block`.

@@ -82,7 +82,8 @@ pub fn run(
     let status = exited
         .and_then(|()| child.wait())
         .with_context(|| format!("cannot wait for {program}"));
-    signals::unblock();
+    // Still blocked while the traces are finished below (see `signals::drain_and_unblock`).
+    let _unblock = UnblockOnReturn;
     let status = status?;
     let found = match traces::in_dir(&dir) {
         Ok(found) => found,
@@ -198,6 +199,15 @@ fn default_dir(program: &str) -> String {
         .map(|d| d.as_secs())
         .unwrap_or(0);
     format!("memshim-{name}-{secs}")
+}
+
+/// Unblocks the forwarded signals when `run` returns, however it returns.
+struct UnblockOnReturn;
+
+impl Drop for UnblockOnReturn {
+    fn drop(&mut self) {
+        signals::drain_and_unblock();
+    }
 }
 
 #[cfg(test)]
