@@ -5,8 +5,8 @@
 //! # Memory bound
 //! Reading costs at most the reader's bound (two 64 MiB frame buffers, an 8 MiB ring and one record
 //! of at most 16 MiB encoded: see `memshim_trace::TraceReader`) plus the decoded events in flight
-//! between the two threads: `IN_FLIGHT` batches of at most `BATCH` events or `BATCH_BYTES` encoded
-//! bytes each, plus one record. Everything else grows only with what the trace defines: live
+//! between the two threads: at most `IN_FLIGHT_BYTES` encoded (see `budget`) plus one batch (at most
+//! `BATCH_BYTES` and one record). Everything else grows only with what the trace defines: live
 //! blocks (about 80 bytes each in the heap analysis), distinct stacks, modules and names.
 use rustc_hash::FxHashMap as HashMap;
 use std::fs::File;
@@ -22,6 +22,7 @@ use memshim_trace::{
 };
 
 mod apply;
+mod budget;
 mod frame_damage;
 
 pub use frame_damage::FrameDamage;
@@ -253,12 +254,15 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
     // time cost the decoding thread page faults and cache misses.
     let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(IN_FLIGHT);
     let (empty_tx, empty_rx) = std::sync::mpsc::sync_channel::<Vec<Event>>(IN_FLIGHT);
+    let budget = budget::Budget::new(IN_FLIGHT_BYTES);
     let outcome = std::thread::scope(|scope| {
-        scope.spawn(move || decode(&mut reader, tx, empty_rx));
+        let budget = &budget;
+        scope.spawn(move || decode(&mut reader, tx, empty_rx, budget));
+        let _close = budget::CloseOnDrop(budget);
         let mut outcome = None;
         for batch in rx {
             match batch {
-                Batch::Events(mut batch) => {
+                Batch::Events(mut batch, bytes) => {
                     let start = r.header.clock_start_ns;
                     let mut events = batch.drain(..);
                     while let Some(ev) = events.next() {
@@ -277,6 +281,7 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
                         }
                     }
                     drop(events);
+                    budget.give(bytes);
                     let _ = empty_tx.try_send(batch);
                 }
                 Batch::End(end) => outcome = Some(Ok(end)),
@@ -324,15 +329,19 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
 /// Events per batch handed from the decoding thread to the analysing one.
 const BATCH: usize = 8192;
 /// Encoded bytes after which a batch is handed over even when it holds fewer events: a batch of
-/// large records (symbols, stacks) stays small. In flight are at most `IN_FLIGHT` batches, each at
-/// most this plus one record ([`memshim_trace::MAX_RECORD_BYTES`]) encoded.
+/// large records (symbols, stacks) stays small (at most this plus one record,
+/// [`memshim_trace::MAX_RECORD_BYTES`], encoded).
 const BATCH_BYTES: usize = 4 << 20;
 /// Batches that may wait for the analysing thread.
 const IN_FLIGHT: usize = 16;
+/// Encoded bytes of the batches that may wait for it (see `budget`): what the decoded events in
+/// flight cost is a small multiple of this (a crafted list of empty records at most 20 times).
+const IN_FLIGHT_BYTES: usize = 32 << 20;
 
 /// What the decoding thread hands over.
 enum Batch {
-    Events(Vec<Event>),
+    /// Events and their encoded bytes.
+    Events(Vec<Event>, usize),
     End(ReadEnd),
     Failed(memshim_trace::Error),
 }
@@ -351,6 +360,7 @@ fn decode<R: std::io::Read>(
     reader: &mut TraceReader<R>,
     tx: SyncSender<Batch>,
     empty: Receiver<Vec<Event>>,
+    budget: &budget::Budget,
 ) {
     let fresh = || {
         empty
@@ -378,9 +388,9 @@ fn decode<R: std::io::Read>(
                 batch.push(ev);
                 batch_bytes += reader.last_event_bytes();
                 if batch.len() == BATCH || batch_bytes >= BATCH_BYTES {
-                    batch_bytes = 0;
                     let full = std::mem::replace(&mut batch, fresh());
-                    if tx.send(Batch::Events(full)).is_err() {
+                    let bytes = std::mem::take(&mut batch_bytes);
+                    if !budget.take(bytes) || tx.send(Batch::Events(full, bytes)).is_err() {
                         return;
                     }
                 }
@@ -392,6 +402,8 @@ fn decode<R: std::io::Read>(
             Err(e) => break Batch::Failed(e),
         }
     };
-    let _ = tx.send(Batch::Events(batch));
+    if budget.take(batch_bytes) {
+        let _ = tx.send(Batch::Events(batch, batch_bytes));
+    }
     let _ = tx.send(end);
 }
