@@ -118,22 +118,21 @@ pub(crate) fn memshim_within<S: AsRef<OsStr>>(
         .stderr(Stdio::piped())
         .spawn()
         .expect("memshim starts");
+    // Read both pipes while waiting: a report larger than a pipe's buffer would otherwise block.
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("stdout")));
+    let err = drain(Box::new(child.stderr.take().expect("stderr")));
     let start = Instant::now();
     loop {
         if let Some(status) = child.try_wait().expect("wait") {
-            let (mut out, mut err) = (String::new(), String::new());
-            child
-                .stdout
-                .take()
-                .unwrap()
-                .read_to_string(&mut out)
-                .unwrap();
-            child
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut err)
-                .unwrap();
+            let out = out.join().expect("stdout read");
+            let err = err.join().expect("stderr read");
             return (status.code(), out, err);
         }
         if start.elapsed() > limit {
