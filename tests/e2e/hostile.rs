@@ -18,7 +18,7 @@ use crate::util::*;
 const NO_ARGS: [&str; 0] = [];
 
 /// A header for a made-up process `pid` on this host.
-fn header(pid: u32, exe: &str, argv: &[&str]) -> Header {
+pub(crate) fn header(pid: u32, exe: &str, argv: &[&str]) -> Header {
     Header {
         pid,
         ppid: 1,
@@ -95,7 +95,7 @@ fn events(module: &str, size: u64, symbol: Option<SymFrame>, end: bool) -> Vec<E
 }
 
 /// Writes `events` as one trace file, one frame per event.
-fn write_trace(path: &Path, header: &Header, events: &[Event]) {
+pub(crate) fn write_trace(path: &Path, header: &Header, events: &[Event]) {
     let file = std::fs::File::create(path)
         .unwrap_or_else(|e| panic!("cannot create {}: {e}", path.display()));
     let mut w = TraceWriter::new(file, header, Some(3)).expect("a header");

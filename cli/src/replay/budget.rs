@@ -77,7 +77,10 @@ mod tests {
     #[test]
     fn a_taker_waits_for_room_and_never_once_the_other_side_is_gone() {
         let b = Arc::new(Budget::new(100));
-        assert!(b.take(250), "one batch over the budget passes when nothing is in flight");
+        assert!(
+            b.take(250),
+            "one batch over the budget passes when nothing is in flight"
+        );
         let waiting = {
             let b = Arc::clone(&b);
             std::thread::spawn(move || b.take(10))
@@ -93,6 +96,9 @@ mod tests {
         std::thread::sleep(Duration::from_millis(50));
         assert!(!blocked.is_finished());
         drop(CloseOnDrop(&b));
-        assert!(!blocked.join().unwrap(), "closed: the taker is told to stop");
+        assert!(
+            !blocked.join().unwrap(),
+            "closed: the taker is told to stop"
+        );
     }
 }

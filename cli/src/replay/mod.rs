@@ -67,8 +67,10 @@ pub struct Replayed {
     pub counts: HashMap<&'static str, u64>,
     /// Stack frames by id.
     pub stacks: HashMap<u32, Vec<u64>>,
-    /// Loaded modules, in load order.
+    /// Loaded modules, in load order (the first [`MAX_MODULES`]).
     pub modules: Vec<LoadedModule>,
+    /// What was left out at the bounds of `notes` and `modules`.
+    pub left_out: LeftOut,
     /// In-process symbols by return address.
     pub symbols: HashMap<u64, Vec<SymFrame>>,
     /// The heap analysis.
@@ -151,6 +153,17 @@ pub struct PyFunction {
 
 /// Placement and affinity calls kept.
 pub const MAX_NUMA_CALLS: usize = 10_000;
+/// The shim's notes kept (it writes a handful; a damaged or crafted trace could hold millions).
+pub const MAX_NOTES: usize = 256;
+/// Loaded modules kept (a program that dlopens in a loop loads thousands).
+pub const MAX_MODULES: usize = 100_000;
+
+/// Records left out because a list reached its bound.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LeftOut {
+    pub notes: u64,
+    pub modules: u64,
+}
 
 /// Reads and analyses the trace at `path`. A corrupt frame stops the replay but keeps what came
 /// before it (marked truncated, with the reason in `corrupt`); an unreadable header is an error.
@@ -220,6 +233,7 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
         counts: HashMap::default(),
         stacks: HashMap::default(),
         modules: Vec::new(),
+        left_out: LeftOut::default(),
         symbols: HashMap::default(),
         heap: Heap::default(),
         heap_totals: None,
@@ -309,6 +323,25 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
             "only the program's events from {} to {} (--since/--until): leaks are what that window allocated and still held at its end",
             at(window.since_s, "the start"),
             at(window.until_s, "the end")
+        ));
+    }
+    if r.left_out.notes > 0 {
+        r.notes.push(format!(
+            "{} more notes from the shim were left out (only the first {MAX_NOTES} are kept)",
+            r.left_out.notes
+        ));
+    }
+    if r.device.failures_left_out > 0 {
+        r.notes.push(format!(
+            "{} more failed CUDA calls were left out (only the first {} are kept)",
+            r.device.failures_left_out,
+            crate::analysis::device::MAX_FAILURES
+        ));
+    }
+    if r.left_out.modules > 0 {
+        r.notes.push(format!(
+            "{} module loads beyond the first {MAX_MODULES} were left out: frames in them have no names",
+            r.left_out.modules
         ));
     }
     if let Some(w) = end.damage.warning() {
