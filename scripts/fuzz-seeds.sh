@@ -5,14 +5,21 @@
 # memshim_trace::fuzz_entry::read_payload). Needs a release build: cargo build --release.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-memshim=$PWD/target/release/memshim
-work=$(mktemp -d)
+# The traces name the programs, the shim and the sources by path: all of them under one neutral
+# directory, the sources as /src (no path of the machine that made the seeds is in them).
+work=/tmp/memshim-seeds
+rm -rf "$work"
+mkdir -p "$work/lib"
 trap 'rm -rf "$work"' EXIT
-for f in leaky fork threads churn mmap_leak many_leaks phases fragment growing; do
-  cc -g -O1 -o "$work/$f" "examples/c/$f.c" -lpthread
-done
-c++ -g -O1 -o "$work/cpp_new" examples/c/cpp_new.cpp
+cp target/release/memshim target/release/libmemshim.so "$work/lib/"
+memshim=$work/lib/memshim
+export MEMSHIM_LIB=$work/lib/libmemshim.so
+cp examples/c/*.c examples/c/*.cpp "$work/"
 cd "$work"
+for f in leaky fork threads churn mmap_leak many_leaks phases fragment growing; do
+  cc -g -O1 -ffile-prefix-map="$work"=/src -o "$f" "$f.c" -lpthread
+done
+c++ -g -O1 -ffile-prefix-map="$work"=/src -o cpp_new cpp_new.cpp
 for f in leaky fork threads churn mmap_leak many_leaks phases fragment growing cpp_new; do
   "$memshim" run -q -o "out/$f" -- "./$f" > /dev/null
 done
