@@ -304,6 +304,22 @@ pub fn stack_rlimit() -> Option<usize> {
     (ok && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur as usize)
 }
 
+/// Sleeps with `nanosleep`, which is async-signal-safe (std's sleep may not be on every platform).
+pub fn nap_signal_safe(d: std::time::Duration) {
+    let ts = libc::timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: a valid timespec; a null remainder is allowed.
+    unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+}
+
+/// Whether the process runs in secure-execution mode (setuid, setgid, file capabilities).
+pub fn secure_exec() -> bool {
+    // SAFETY: getauxval has no preconditions.
+    unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
+}
+
 /// Reads a whole small file under /proc.
 pub fn read_proc(path: &str) -> Option<Vec<u8>> {
     std::fs::read(path).ok()
@@ -313,6 +329,15 @@ pub fn read_proc(path: &str) -> Option<Vec<u8>> {
 pub fn atfork_child(child: extern "C" fn()) {
     // SAFETY: the handler is a plain extern "C" function that lives as long as the process.
     unsafe { libc::pthread_atfork(None, None, Some(child)) };
+}
+
+/// Registers a handler that `quick_exit` runs.
+pub fn at_quick_exit(f: extern "C" fn()) {
+    extern "C" {
+        fn at_quick_exit(f: extern "C" fn()) -> libc::c_int;
+    }
+    // SAFETY: glibc's at_quick_exit takes a plain function that lives as long as the process.
+    unsafe { at_quick_exit(f) };
 }
 
 /// Reads a clock in nanoseconds.

@@ -9,7 +9,7 @@
 //! This crate does no I/O of its own: it writes to any [`std::io::Write`] and reads from any
 //! [`std::io::Read`]. It has no `unsafe` code and depends on neither the shim nor the CLI.
 //!
-//! Since format version 7 every frame carries its number in the trace, so that a reader skips a
+//! Since format version 8 every frame carries its number in the trace, so that a reader skips a
 //! duplicated frame instead of counting it twice and reports a gap as lost frames.
 //!
 //! Compatibility: the format is versioned by [`FORMAT_VERSION`]. Changes are additive (new record kinds

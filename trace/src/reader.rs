@@ -28,7 +28,7 @@ use crate::record::{Event, Record};
 /// complete but fails its checks is an [`Error::CorruptFrame`]; the events of that frame before the
 /// damage have been returned.
 ///
-/// Since format version 7 every frame carries its number: a frame whose number was seen already is
+/// Since format version 8 every frame carries its number: a frame whose number was seen already is
 /// skipped (counted in [`TraceReader::duplicate_frames`]), and a gap in the numbers is counted in
 /// [`TraceReader::missing_frames`].
 pub struct TraceReader<R: Read> {
@@ -48,7 +48,7 @@ pub struct TraceReader<R: Read> {
     /// The frame as stored (reused between frames).
     stored: Vec<u8>,
     decompressor: Option<zstd::bulk::Decompressor<'static>>,
-    /// The number the next frame should carry (version 7).
+    /// The number the next frame should carry (version 8).
     next_seq: u64,
     duplicate_frames: u64,
     missing_frames: u64,
@@ -182,13 +182,13 @@ impl<R: Read> TraceReader<R> {
         self.frames
     }
 
-    /// Frames skipped because a frame with the same number was read before (version 7; an older
+    /// Frames skipped because a frame with the same number was read before (version 8; an older
     /// trace cannot tell, and reports 0).
     pub fn duplicate_frames(&self) -> u64 {
         self.duplicate_frames
     }
 
-    /// Frames missing between the ones read: gaps in the frame numbers (version 7). Frames lost
+    /// Frames missing between the ones read: gaps in the frame numbers (version 8). Frames lost
     /// after the last one read cannot be seen; such a trace also lacks its end.
     pub fn missing_frames(&self) -> u64 {
         self.missing_frames

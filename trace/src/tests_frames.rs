@@ -101,14 +101,14 @@ fn a_lost_frame_is_counted_and_frees_after_it_never_name_the_wrong_block() {
 }
 
 #[test]
-fn version_6_traces_without_frame_numbers_are_still_read() {
-    // A version 6 trace: the same preamble with version 6, frames without their numbers.
+fn version_7_traces_without_frame_numbers_are_still_read() {
+    // A version 7 trace: the same preamble with version 7, frames without their numbers.
     let evs = events_n(100);
     let v7 = write_events(&[], None, 1);
     let mut bytes = v7.clone();
-    bytes[8..12].copy_from_slice(&6u32.to_le_bytes());
+    bytes[8..12].copy_from_slice(&7u32.to_le_bytes());
     let at = Resume {
-        version: 6,
+        version: 7,
         next_seq: 0,
         next_serial: 0,
     };
@@ -124,10 +124,10 @@ fn version_6_traces_without_frame_numbers_are_still_read() {
     let (want, _) = read_all(&write_events(&evs, Some(3), 30)).unwrap();
     assert_eq!(got, want);
     assert_eq!((dup, missing), (0, 0));
-    assert_eq!(TraceReader::new(&bytes[..]).unwrap().version(), 6);
+    assert_eq!(TraceReader::new(&bytes[..]).unwrap().version(), 7);
     assert!(
         bytes.len() + 16 * 8 <= write_events(&evs, Some(3), 30).len(),
-        "version 6 frames carry no numbers"
+        "version 7 frames carry no numbers"
     );
 }
 

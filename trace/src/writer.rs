@@ -30,7 +30,7 @@ pub struct TraceWriter<W: Write> {
     frees: FreeIndex,
     /// The format version the frames are written in (older only when appending to an older trace).
     version: u32,
-    /// The number of the next frame (version 7).
+    /// The number of the next frame (version 8).
     seq: u64,
     /// Allocations stored before the pending event frame's first event.
     raw_serial: u64,

@@ -1,8 +1,8 @@
-//! What a trace's frame numbers (format version 7) say about its integrity: frames that appear twice
+//! What a trace's frame numbers (format version 8) say about its integrity: frames that appear twice
 //! (read once), frames missing between others, and heap events lost with them. Never guesses: an
 //! older trace, which has no numbers, reports nothing here.
 
-/// What the frame numbers (format version 7) say about a trace's integrity.
+/// What the frame numbers (format version 8) say about a trace's integrity.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FrameDamage {
     pub duplicate_frames: u64,

@@ -109,6 +109,10 @@ impl Text {
             Some("exit") => "exited normally".to_string(),
             Some("quick_exit") => "exited with _exit".to_string(),
             Some("exec") => "replaced itself with exec".to_string(),
+            Some("signal") => format!(
+                "killed by {} (everything recorded up to it is in the trace)",
+                p.end_signal.as_deref().unwrap_or("a signal")
+            ),
             Some(other) => format!("ended: {other}"),
             None if p.still_writing => {
                 "STILL BEING WRITTEN: the process is running; figures so far".to_string()
