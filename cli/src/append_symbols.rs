@@ -17,14 +17,30 @@ use memshim_trace::{Event, Note, Record, SymFrame, Symbol, TraceWriter};
 use crate::replay;
 use crate::symbolize::Symbolizer;
 
-/// Appends symbols for the addresses the trace does not name yet; returns how many were named.
-pub fn append(path: &Path) -> Result<usize> {
+/// What appending found.
+pub struct Appended {
+    /// Addresses named.
+    pub named: usize,
+    /// True when the trace is whole (it has its end) and defines no stack: no allocation, mapping
+    /// or CUDA call was recorded at all.
+    pub recorded_nothing: bool,
+}
+
+/// Appends symbols for the addresses the trace does not name yet.
+pub fn append(path: &Path) -> Result<Appended> {
     let t = replay::replay_with(path, replay::Detail::Symbols)?;
     let size = std::fs::metadata(path)
         .with_context(|| format!("cannot read {}", path.display()))?
         .len();
+    let done = |named| Appended {
+        named,
+        recorded_nothing: t.stacks.is_empty() && t.end.is_some() && !t.truncated,
+    };
+    let Some(at) = t.resume else {
+        return Ok(done(0));
+    };
     if t.corrupt.is_some() || t.complete_bytes != size {
-        return Ok(0);
+        return Ok(done(0));
     }
     let addrs: BTreeSet<u64> = t
         .stacks
@@ -53,7 +69,7 @@ pub fn append(path: &Path) -> Result<usize> {
         .collect();
     sym.save_cache();
     if symbols.is_empty() {
-        return Ok(0);
+        return Ok(done(0));
     }
     let mut file = OpenOptions::new()
         .write(true)
@@ -61,7 +77,7 @@ pub fn append(path: &Path) -> Result<usize> {
         .with_context(|| format!("cannot open {} to add symbols", path.display()))?;
     file.seek(SeekFrom::End(0))
         .with_context(|| format!("cannot seek in {}", path.display()))?;
-    let mut w = TraceWriter::append(file, Some(3))
+    let mut w = TraceWriter::append(file, Some(3), at)
         .with_context(|| format!("cannot add symbols to {}", path.display()))?;
     let at = |record| Event {
         t: t.last_t,
@@ -76,5 +92,5 @@ pub fn append(path: &Path) -> Result<usize> {
     })))?;
     w.finish()
         .with_context(|| format!("cannot add symbols to {}", path.display()))?;
-    Ok(symbols.len())
+    Ok(done(symbols.len()))
 }

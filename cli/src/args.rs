@@ -112,6 +112,9 @@ pub enum Command {
         /// Write to this file instead of standard output.
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
+        /// Hide home directories, the user and host names, as `report --redact` does.
+        #[arg(long)]
+        redact: bool,
     },
     /// Show a trace's header, event counts, dropped events and whether it is truncated.
     Info {

@@ -3,20 +3,7 @@
 //! Exit codes: `run` returns the traced command's status (128 + signal when it was killed); the
 //! other subcommands return 0 on success and 1 on error, printed as one `memshim: ...` line with its
 //! whole cause chain. A closed output pipe (`memshim report ... | head`) is not an error.
-mod analysis;
-mod append_symbols;
-mod args;
-mod bench;
-mod cmd;
-mod export;
-mod progress;
-mod render;
-mod replay;
-mod report;
-mod symbol_cache;
-mod symbolize;
-mod traces;
-mod user_files;
+use memshim_cli::{args, cmd, replay, report};
 
 use std::io;
 use std::process::ExitCode;
@@ -72,13 +59,14 @@ fn main() -> ExitCode {
             by,
             memory,
             output,
+            redact,
         } => {
             let kind = if perfetto {
                 cmd::export::Kind::Perfetto
             } else {
                 cmd::export::Kind::Collapsed(by, memory)
             };
-            cmd::export::run(&paths, kind, output.as_deref()).map(|()| 0)
+            cmd::export::run(&paths, kind, output.as_deref(), redact).map(|()| 0)
         }
     };
     match result {

@@ -35,6 +35,8 @@ pub struct Frame {
 enum Unusable {
     Missing,
     Changed,
+    /// Not a regular file: a FIFO, a device, a directory (a hostile or damaged trace names one).
+    NotAFile(&'static str),
 }
 
 /// Offline symbolizers, one per module file, opened on first use (not at all when the on-disk cache
@@ -173,9 +175,9 @@ fn find_module(modules: &[LoadedModule], addr: u64) -> Option<&LoadedModule> {
 
 /// Opens a module's file for symbolization, refusing one whose build id differs from the trace's.
 fn open_checked(path: &str, build_id: &[u8]) -> Result<Loader, Unusable> {
+    let file = open_regular(path)?;
     if !build_id.is_empty() {
-        let file = File::open(path).map_err(|_| Unusable::Missing)?;
-        let cache = ReadCache::new(file);
+        let cache = ReadCache::new(&file);
         let on_disk = object::File::parse(&cache)
             .ok()
             .and_then(|o| o.build_id().ok().flatten().map(<[u8]>::to_vec));
@@ -190,7 +192,48 @@ fn open_checked(path: &str, build_id: &[u8]) -> Result<Loader, Unusable> {
             }
         }
     }
+    drop(file);
+    // The loader opens the path again (it finds split DWARF beside it). A file swapped for a FIFO
+    // in between by someone who can write to its directory is the one case not covered.
     Loader::new(path).map_err(|_| Unusable::Missing)
+}
+
+/// Opens `path` for reading only if it is a regular, non-empty file. Opened without blocking and
+/// checked on the open descriptor, so a FIFO (whose open or read would wait forever for a writer),
+/// a device or a directory named by a trace is never read; symbolic links are followed, since
+/// libraries are commonly reached through them.
+fn open_regular(path: &str) -> Result<File, Unusable> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let kind = |t: std::fs::FileType| {
+        if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_dir() {
+            "a directory"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device"
+        } else if t.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        }
+    };
+    let meta = std::fs::metadata(path).map_err(|_| Unusable::Missing)?;
+    if !meta.is_file() {
+        return Err(Unusable::NotAFile(kind(meta.file_type())));
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|_| Unusable::Missing)?;
+    let meta = file.metadata().map_err(|_| Unusable::Missing)?;
+    if !meta.is_file() {
+        return Err(Unusable::NotAFile(kind(meta.file_type())));
+    }
+    if meta.len() == 0 {
+        return Err(Unusable::NotAFile("an empty file"));
+    }
+    Ok(file)
 }
 
 /// `/usr/lib/debug/.build-id/ab/cdef….debug` for build id `abcdef…`, if it exists.
@@ -221,6 +264,9 @@ impl Symbolizer {
                 Ok(_) => None,
                 Err(Unusable::Missing) => Some(format!(
                     "{p} could not be read, so its frames have no names"
+                )),
+                Err(Unusable::NotAFile(what)) => Some(format!(
+                    "{p} is {what}, not a module's file, so it was not opened and its frames have no names"
                 )),
                 Err(Unusable::Changed) => Some(format!(
                     "{p} has changed since the trace was recorded (its build id differs), so its frames have no names"

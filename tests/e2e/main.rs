@@ -5,11 +5,13 @@
 //! `cargo test --release -p memshim-e2e`. Every test works in its own directory under
 //! `$TMPDIR/memshim-e2e/<test name>`, so they run in parallel.
 
+mod bounds;
 mod cuda;
 mod cuda_timing;
 mod cupti;
 mod formats;
 mod heap;
+mod hostile;
 mod memory_system;
 mod numa;
 mod numa_qemu;
@@ -17,6 +19,7 @@ mod process;
 mod python;
 mod report;
 mod robustness;
+mod run_faults;
 mod schema;
 mod symbol_cache;
 mod torture;

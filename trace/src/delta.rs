@@ -27,7 +27,7 @@ fn unzig(z: u64) -> i64 {
 }
 
 /// The address field that is delta-coded, for records that have one.
-fn addr_of(r: &mut Record) -> Option<&mut u64> {
+pub fn addr_of(r: &mut Record) -> Option<&mut u64> {
     match r {
         Record::Alloc(a) => Some(&mut a.addr),
         Record::Free(f) => Some(&mut f.addr),

@@ -9,6 +9,9 @@
 //! This crate does no I/O of its own: it writes to any [`std::io::Write`] and reads from any
 //! [`std::io::Read`]. It has no `unsafe` code and depends on neither the shim nor the CLI.
 //!
+//! Since format version 8 every frame carries its number in the trace, so that a reader skips a
+//! duplicated frame instead of counting it twice and reports a gap as lost frames.
+//!
 //! Compatibility: the format is versioned by [`FORMAT_VERSION`]. Changes are additive (new record kinds
 //! and fields bump the version); the reader reads every version up to its own and rejects a newer one
 //! with an error that names both.
@@ -18,6 +21,7 @@
 mod delta;
 mod error;
 mod frame;
+pub mod fuzz_entry;
 mod header;
 mod hot;
 mod reader;
@@ -26,8 +30,9 @@ mod serials;
 mod writer;
 
 pub use error::Error;
+pub use frame::{MAX_FRAME_LEN, MAX_RECORD_BYTES};
 pub use header::{Clock, Header, FORMAT_VERSION, MAGIC};
-pub use reader::TraceReader;
+pub use reader::{Resume, TraceReader};
 pub use record::{
     Alloc, AllocCpu, AllocFn, CopyApi, CopyTime, Counter, CudaApi, CudaFailure, CuptiState,
     DeviceAlloc, DeviceFree, DeviceMemory, End, EndReason, Event, FrameRef, Free, GpuInfo,
@@ -44,3 +49,5 @@ pub const FILE_EXTENSION: &str = "mshim";
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_frames;

@@ -1,5 +1,13 @@
-//! Reading a trace as a stream: memory is bounded by one frame, not by the file.
-use std::collections::VecDeque;
+//! Reading a trace as a stream. Events are decoded one at a time from the current frame, so memory
+//! is bounded by one frame, never by the file, and no length read from the file is trusted before
+//! the bytes behind it have arrived.
+//!
+//! # Memory bound
+//! A reader holds at most: the current frame as stored and as decompressed (each at most
+//! [`MAX_FRAME_LEN`], 64 MiB, and only as much as the file really holds: buffers grow with the bytes
+//! read, not with the lengths claimed), the ring of recent allocations that resolves frees by
+//! distance (8 MiB, see `serials`), and the one record being decoded (at most [`MAX_RECORD_BYTES`]
+//! encoded). A crafted file cannot make it allocate more.
 use std::io::{self, Read};
 
 use bincode::Options;
@@ -7,8 +15,8 @@ use bincode::Options;
 use crate::delta::Deltas;
 use crate::error::Error;
 use crate::frame::{
-    codec, FrameHeader, WireOwned, WireV1, FLAG_NAMES, FLAG_ZSTD, FRAME_HEADER_LEN, MAX_FRAME_LEN,
-    PREAMBLE_LEN,
+    codec, frame_crc, FrameHeader, FrameSeq, WireOwned, WireV1, FLAG_NAMES, FLAG_ZSTD,
+    FRAME_HEADER_LEN, FRAME_SEQ_LEN, MAX_FRAME_LEN, MAX_RECORD_BYTES, PREAMBLE_LEN, SEQ_VERSION,
 };
 use crate::header::{Header, FORMAT_VERSION, MAGIC};
 use crate::record::{Event, Record};
@@ -17,13 +25,17 @@ use crate::record::{Event, Record};
 ///
 /// A torn last frame (the process died while writing it) ends the stream normally and sets
 /// [`TraceReader::truncated`]; so does a stream that ends without an [`Record::End`]. A frame that is
-/// complete but fails its checks is an [`Error::CorruptFrame`].
+/// complete but fails its checks is an [`Error::CorruptFrame`]; the events of that frame before the
+/// damage have been returned.
+///
+/// Since format version 8 every frame carries its number: a frame whose number was seen already is
+/// skipped (counted in [`TraceReader::duplicate_frames`]), and a gap in the numbers is counted in
+/// [`TraceReader::missing_frames`].
 pub struct TraceReader<R: Read> {
     input: R,
     header: Header,
     version: u32,
     offset: u64,
-    pending: VecDeque<Event>,
     saw_end: bool,
     torn_bytes: u64,
     at_eof: bool,
@@ -31,6 +43,42 @@ pub struct TraceReader<R: Read> {
     names_only: bool,
     /// Live allocations by serial, to turn frees stored by distance back into frees (across frames).
     frees: crate::serials::FreeResolver,
+    /// The frame being decoded.
+    frame: Frame,
+    /// The frame as stored (reused between frames).
+    stored: Vec<u8>,
+    decompressor: Option<zstd::bulk::Decompressor<'static>>,
+    /// The number the next frame should carry (version 8).
+    next_seq: u64,
+    duplicate_frames: u64,
+    missing_frames: u64,
+    unresolved_events: u64,
+    last_event_bytes: usize,
+}
+
+/// The decompressed payload of the current frame and how far it has been decoded.
+#[derive(Default)]
+struct Frame {
+    raw: Vec<u8>,
+    pos: usize,
+    start: u64,
+    deltas: Deltas,
+    /// Version 1: the running time.
+    t: u64,
+    /// The address the deltas refer to is unknown (an unresolved free by distance set it).
+    addr_lost: bool,
+}
+
+/// Where a trace's frames end, for a writer that appends to it (see
+/// [`TraceWriter::append`](crate::TraceWriter::append)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Resume {
+    /// The trace's format version: appended frames are written in it.
+    pub version: u32,
+    /// The number the next frame gets.
+    pub next_seq: u64,
+    /// Allocations read so far (exact when every frame was decoded).
+    pub next_serial: u64,
 }
 
 impl<R: Read> TraceReader<R> {
@@ -64,8 +112,8 @@ impl<R: Read> TraceReader<R> {
                 "it claims {len} bytes, more than a header may hold"
             )));
         }
-        let mut body = vec![0u8; len as usize];
-        if read_full(&mut input, &mut body)? < body.len() {
+        let mut body = Vec::new();
+        if read_up_to(&mut input, &mut body, len)? < len as usize {
             return Err(Error::HeaderTruncated);
         }
         if crc32fast::hash(&body) != crc {
@@ -79,13 +127,20 @@ impl<R: Read> TraceReader<R> {
             header,
             version,
             offset: (PREAMBLE_LEN + body.len()) as u64,
-            pending: VecDeque::new(),
             saw_end: false,
             torn_bytes: 0,
             at_eof: false,
             frees: Default::default(),
             frames: 0,
             names_only: false,
+            frame: Frame::default(),
+            stored: Vec::new(),
+            decompressor: None,
+            next_seq: 0,
+            duplicate_frames: 0,
+            missing_frames: 0,
+            unresolved_events: 0,
+            last_event_bytes: 0,
         })
     }
 
@@ -122,15 +177,49 @@ impl<R: Read> TraceReader<R> {
         self.offset
     }
 
-    /// Complete frames read so far.
+    /// Complete frames read so far (duplicates included).
     pub fn frames(&self) -> u64 {
         self.frames
+    }
+
+    /// Frames skipped because a frame with the same number was read before (version 8; an older
+    /// trace cannot tell, and reports 0).
+    pub fn duplicate_frames(&self) -> u64 {
+        self.duplicate_frames
+    }
+
+    /// Frames missing between the ones read: gaps in the frame numbers (version 8). Frames lost
+    /// after the last one read cannot be seen; such a trace also lacks its end.
+    pub fn missing_frames(&self) -> u64 {
+        self.missing_frames
+    }
+
+    /// Heap events left out because their address is unknown: a free by distance whose allocation
+    /// was in a missing frame, and the events with addresses after it in its frame (their addresses
+    /// are stored as differences from the freed one) up to the next free that resolves.
+    pub fn unresolved_events(&self) -> u64 {
+        self.unresolved_events
+    }
+
+    /// Encoded bytes of the event [`TraceReader::next_event`] returned last: what it cost to store,
+    /// a measure of what it costs to hold.
+    pub fn last_event_bytes(&self) -> usize {
+        self.last_event_bytes
+    }
+
+    /// Where the frames read so far end: what a writer that appends needs to know.
+    pub fn resume(&self) -> Resume {
+        Resume {
+            version: self.version,
+            next_seq: self.next_seq,
+            next_serial: self.frees.next_serial(),
+        }
     }
 
     /// The next event, or `None` at the end of the stream.
     pub fn next_event(&mut self) -> Result<Option<Event>, Error> {
         loop {
-            if let Some(ev) = self.pending.pop_front() {
+            if let Some(ev) = self.decode_next()? {
                 if matches!(ev.record, Record::End(_)) {
                     self.saw_end = true;
                 }
@@ -143,15 +232,75 @@ impl<R: Read> TraceReader<R> {
         }
     }
 
-    /// Reads one frame into `pending`; false at the end of the stream.
+    /// Decodes the next event of the current frame; `None` when the frame is used up.
+    fn decode_next(&mut self) -> Result<Option<Event>, Error> {
+        let f = &mut self.frame;
+        while f.pos < f.raw.len() {
+            let start = f.start;
+            let corrupt = |why: String| Error::CorruptFrame { offset: start, why };
+            let mut cursor: &[u8] = &f.raw[f.pos..];
+            let before = cursor.len();
+            let options = codec((cursor.len() as u64).min(MAX_RECORD_BYTES));
+            let bad = |e: bincode::Error| corrupt(format!("an event does not decode: {e}"));
+            let ev = if self.version == 1 {
+                let WireV1(dt, tid, record) = options.deserialize_from(&mut cursor).map_err(bad)?;
+                f.t = f.t.wrapping_add(dt as u64);
+                Some(Event {
+                    t: f.t,
+                    tid,
+                    record,
+                })
+            } else {
+                let (dt, dtid, record) = match crate::hot::decode(&mut cursor) {
+                    Some(hot) => hot,
+                    None => {
+                        let WireOwned(dt, dtid, record) =
+                            options.deserialize_from(&mut cursor).map_err(bad)?;
+                        (dt, dtid, record)
+                    }
+                };
+                let mut ev = f.deltas.decode(dt, dtid, record);
+                if f.addr_lost && crate::delta::addr_of(&mut ev.record).is_some() {
+                    if matches!(ev.record, Record::Alloc(_)) {
+                        self.frees.unknown_alloc();
+                    }
+                    self.unresolved_events += 1;
+                    None
+                } else {
+                    match self.frees.decode(ev.record).map_err(corrupt)? {
+                        Some((record, freed)) => {
+                            if let Some(addr) = freed {
+                                f.deltas.set_addr(addr);
+                                f.addr_lost = false;
+                            }
+                            Some(Event { record, ..ev })
+                        }
+                        None => {
+                            f.addr_lost = true;
+                            self.unresolved_events += 1;
+                            None
+                        }
+                    }
+                }
+            };
+            self.last_event_bytes = before - cursor.len();
+            f.pos += self.last_event_bytes;
+            if ev.is_some() {
+                return Ok(ev);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Reads one frame and makes it the current one; false at the end of the stream.
     fn read_frame(&mut self) -> Result<bool, Error> {
         let start = self.offset;
+        let corrupt = |why: String| Error::CorruptFrame { offset: start, why };
         let mut fixed = [0u8; FRAME_HEADER_LEN];
         let got = read_full(&mut self.input, &mut fixed)?;
         if got == 0 {
             return Ok(false);
         }
-        let corrupt = |why: String| Error::CorruptFrame { offset: start, why };
         if fixed[0] != crate::frame::FRAME_MARKER {
             return Err(corrupt(format!(
                 "expected a frame marker 0x{:02x}, found 0x{:02x}",
@@ -164,59 +313,71 @@ impl<R: Read> TraceReader<R> {
             return Ok(false);
         }
         let fh = FrameHeader::decode(&fixed).map_err(corrupt)?;
-        let mut stored = vec![0u8; fh.stored_len as usize];
-        let got_payload = read_full(&mut self.input, &mut stored)?;
-        if got_payload < stored.len() {
-            self.torn_bytes = (FRAME_HEADER_LEN + got_payload) as u64;
+        let mut seq_bytes = [0u8; FRAME_SEQ_LEN];
+        let with_seq = self.version >= SEQ_VERSION;
+        let seq_len = if with_seq {
+            let got = read_full(&mut self.input, &mut seq_bytes)?;
+            if got < FRAME_SEQ_LEN {
+                self.torn_bytes = (FRAME_HEADER_LEN + got) as u64;
+                return Ok(false);
+            }
+            FRAME_SEQ_LEN
+        } else {
+            0
+        };
+        let got_payload = read_up_to(&mut self.input, &mut self.stored, fh.stored_len)?;
+        if got_payload < fh.stored_len as usize {
+            self.torn_bytes = (FRAME_HEADER_LEN + seq_len + got_payload) as u64;
             return Ok(false);
         }
-        self.offset += (FRAME_HEADER_LEN + stored.len()) as u64;
-        if crc32fast::hash(&stored) != fh.crc {
+        self.offset += (FRAME_HEADER_LEN + seq_len + got_payload) as u64;
+        let crc = frame_crc(with_seq.then_some(&seq_bytes), &self.stored);
+        if crc != fh.crc {
             return Err(corrupt("its checksum does not match".into()));
         }
+        self.frames += 1;
+        self.frame.raw.clear();
+        self.frame.pos = 0;
+        if with_seq {
+            let seq = FrameSeq::decode(&seq_bytes);
+            if seq.seq < self.next_seq {
+                // A frame written (or copied) twice: its events were counted already.
+                self.duplicate_frames += 1;
+                return Ok(true);
+            }
+            if seq.seq > self.next_seq {
+                self.missing_frames += seq.seq - self.next_seq;
+                self.frees.skip_to(seq.serial);
+            }
+            self.next_seq = seq.seq + 1;
+        }
         if self.names_only && self.version >= 4 && fh.flags & FLAG_NAMES == 0 {
-            self.frames += 1;
             return Ok(true);
         }
-        let raw = if fh.flags & FLAG_ZSTD != 0 {
-            let raw = zstd::bulk::decompress(&stored, fh.raw_len as usize)
+        if fh.flags & FLAG_ZSTD != 0 {
+            let raw_len = fh.raw_len as usize;
+            let d = match self.decompressor.as_mut() {
+                Some(d) => d,
+                None => self
+                    .decompressor
+                    .insert(zstd::bulk::Decompressor::new().map_err(Error::Io)?),
+            };
+            // The claimed length is at most MAX_FRAME_LEN; the buffer is reused between frames.
+            self.frame.raw.reserve(raw_len);
+            let n = d
+                .decompress_to_buffer(&self.stored, &mut self.frame.raw)
                 .map_err(|e| corrupt(format!("it does not decompress: {e}")))?;
-            if raw.len() != fh.raw_len as usize {
+            if n != raw_len {
+                self.frame.raw.clear();
                 return Err(corrupt("it decompresses to the wrong length".into()));
             }
-            raw
         } else {
-            stored
-        };
-        let mut cursor: &[u8] = &raw;
-        let mut deltas = Deltas::default();
-        let mut t = 0u64;
-        while !cursor.is_empty() {
-            let options = codec(cursor.len() as u64);
-            let bad = |e: bincode::Error| corrupt(format!("an event does not decode: {e}"));
-            let ev = if self.version == 1 {
-                let WireV1(dt, tid, record) = options.deserialize_from(&mut cursor).map_err(bad)?;
-                t = t.wrapping_add(dt as u64);
-                Event { t, tid, record }
-            } else {
-                let (dt, dtid, record) = match crate::hot::decode(&mut cursor) {
-                    Some(hot) => hot,
-                    None => {
-                        let WireOwned(dt, dtid, record) =
-                            options.deserialize_from(&mut cursor).map_err(bad)?;
-                        (dt, dtid, record)
-                    }
-                };
-                let ev = deltas.decode(dt, dtid, record);
-                let (record, freed) = self.frees.decode(ev.record).map_err(corrupt)?;
-                if let Some(addr) = freed {
-                    deltas.set_addr(addr);
-                }
-                Event { record, ..ev }
-            };
-            self.pending.push_back(ev);
+            std::mem::swap(&mut self.frame.raw, &mut self.stored);
         }
-        self.frames += 1;
+        self.frame.start = start;
+        self.frame.deltas = Deltas::default();
+        self.frame.t = 0;
+        self.frame.addr_lost = false;
         Ok(true)
     }
 }
@@ -233,4 +394,11 @@ fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
         }
     }
     Ok(n)
+}
+
+/// Replaces `buf` with up to `len` bytes of the input; returns how many arrived. The buffer grows
+/// with the bytes that arrive, so a length claimed by a torn or crafted file costs nothing.
+fn read_up_to<R: Read>(r: &mut R, buf: &mut Vec<u8>, len: u32) -> io::Result<usize> {
+    buf.clear();
+    r.by_ref().take(u64::from(len)).read_to_end(buf)
 }

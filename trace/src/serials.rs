@@ -41,6 +41,11 @@ pub struct FreeIndex {
 }
 
 impl FreeIndex {
+    /// Allocations indexed so far: the serial the next one gets.
+    pub fn next_serial(&self) -> u64 {
+        self.next
+    }
+
     /// What to store for `record`: the record itself, or the `FreeBack` that replaces a free, with
     /// the freed address (the delta coder's new reference point).
     pub fn encode(&mut self, record: &Record) -> Option<(Record, u64)> {
@@ -77,12 +82,66 @@ impl FreeIndex {
 pub struct FreeResolver {
     next: u64,
     ring: Vec<u64>,
+    /// True once frames were lost (see [`FreeResolver::skip_to`]): a free by distance may then refer
+    /// to an allocation that was never read.
+    after_loss: bool,
 }
 
 impl FreeResolver {
+    /// Allocations seen so far.
+    pub fn next_serial(&self) -> u64 {
+        self.next
+    }
+
+    /// Notes an allocation whose address is unknown (see [`FreeResolver::skip_to`]): it keeps its
+    /// serial, and a free that refers to it is unresolved.
+    pub fn unknown_alloc(&mut self) {
+        let slot = (self.next % WINDOW) as usize;
+        if slot == self.ring.len() {
+            self.ring.push(0);
+        } else {
+            self.ring[slot] = 0;
+        }
+        self.next += 1;
+    }
+
+    /// Frames were lost: the next frame begins at allocation `serial`. The allocations in between
+    /// were never read; their slots are forgotten so that no free resolves to an older block.
+    pub fn skip_to(&mut self, serial: u64) {
+        self.after_loss = true;
+        if serial <= self.next {
+            return;
+        }
+        if serial - self.next >= WINDOW {
+            self.ring.iter_mut().for_each(|a| *a = 0);
+        } else {
+            for s in self.next..serial {
+                if let Some(slot) = self.ring.get_mut((s % WINDOW) as usize) {
+                    *slot = 0;
+                }
+            }
+        }
+        // Slots past the ring's end are filled with zeros, so the ring stays indexed by serial.
+        let want = serial.min(WINDOW) as usize;
+        if self.ring.len() < want {
+            self.ring.resize(want, 0);
+        }
+        self.next = serial;
+    }
+
     /// Notes an allocation, or turns a `FreeBack` into its `Free` (with the freed address, the delta
-    /// coder's new reference point). An error names a distance no live allocation is at.
-    pub fn decode(&mut self, record: Record) -> Result<(Record, Option<u64>), String> {
+    /// coder's new reference point). An error names a distance no live allocation is at; after lost
+    /// frames such a free is `Ok(None)` instead (its block was in a frame that was never read).
+    pub fn decode(&mut self, record: Record) -> Result<Option<(Record, Option<u64>)>, String> {
+        let after_loss = self.after_loss;
+        match self.resolve(record) {
+            Ok(r) => Ok(Some(r)),
+            Err(_) if after_loss => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn resolve(&mut self, record: Record) -> Result<(Record, Option<u64>), String> {
         match record {
             Record::Alloc(ref a) => {
                 let slot = (self.next % WINDOW) as usize;
@@ -151,7 +210,7 @@ mod tests {
             .iter()
             .map(|rec| {
                 let stored = w.encode(rec).map_or_else(|| rec.clone(), |(s, _)| s);
-                r.decode(stored).unwrap().0
+                r.decode(stored).unwrap().unwrap().0
             })
             .collect()
     }
@@ -188,7 +247,10 @@ mod tests {
         );
         assert!(matches!(stored[n - 1], Record::FreeBack(FreeBack { back, .. }) if back == WINDOW));
         let mut r = FreeResolver::default();
-        let back: Vec<Record> = stored.into_iter().map(|s| r.decode(s).unwrap().0).collect();
+        let back: Vec<Record> = stored
+            .into_iter()
+            .map(|s| r.decode(s).unwrap().unwrap().0)
+            .collect();
         assert_eq!(back, records);
     }
 
@@ -219,7 +281,10 @@ mod tests {
             Record::FreeBack(FreeBack { back: 1, .. })
         ));
         let mut r = FreeResolver::default();
-        let back: Vec<Record> = stored.into_iter().map(|s| r.decode(s).unwrap().0).collect();
+        let back: Vec<Record> = stored
+            .into_iter()
+            .map(|s| r.decode(s).unwrap().unwrap().0)
+            .collect();
         assert_eq!(back, records);
     }
 }

@@ -1,7 +1,7 @@
 //! Round trips, and every way a trace can be damaged: empty, cut at any byte, overwritten.
 use crate::*;
 
-fn header() -> Header {
+pub(crate) fn header() -> Header {
     Header {
         pid: 42,
         ppid: 1,
@@ -22,7 +22,7 @@ fn events() -> Vec<Event> {
     events_n(2000)
 }
 
-fn events_n(n: u64) -> Vec<Event> {
+pub(crate) fn events_n(n: u64) -> Vec<Event> {
     let mut v = vec![Event {
         t: 5_000_000,
         tid: 0,
@@ -114,7 +114,7 @@ fn write(level: Option<i32>, frame_every: usize) -> Vec<u8> {
     write_events(&events(), level, frame_every)
 }
 
-fn write_events(events: &[Event], level: Option<i32>, frame_every: usize) -> Vec<u8> {
+pub(crate) fn write_events(events: &[Event], level: Option<i32>, frame_every: usize) -> Vec<u8> {
     let mut w = TraceWriter::new(Vec::new(), &header(), level).unwrap();
     for (i, ev) in events.iter().enumerate() {
         w.push(ev).unwrap();
@@ -128,7 +128,7 @@ fn write_events(events: &[Event], level: Option<i32>, frame_every: usize) -> Vec
 /// The events in the order a reader returns them when they were written flushing every
 /// `frame_every` pushes, and the number read after each whole frame: each flush writes the events
 /// first and then the naming records (see `Record::names_frames`).
-fn as_written(events: &[Event], frame_every: usize) -> (Vec<Event>, Vec<usize>) {
+pub(crate) fn as_written(events: &[Event], frame_every: usize) -> (Vec<Event>, Vec<usize>) {
     let mut order = Vec::new();
     let mut boundaries = vec![0];
     for chunk in events.chunks(frame_every) {
@@ -147,7 +147,14 @@ fn as_written(events: &[Event], frame_every: usize) -> (Vec<Event>, Vec<usize>) 
     (order, boundaries)
 }
 
-fn read_all(bytes: &[u8]) -> Result<(Vec<Event>, bool), Error> {
+/// Where a writer that appends to `bytes` carries on.
+fn resume_point(bytes: &[u8]) -> Resume {
+    let mut r = TraceReader::new(bytes).unwrap();
+    while r.next_event().unwrap().is_some() {}
+    r.resume()
+}
+
+pub(crate) fn read_all(bytes: &[u8]) -> Result<(Vec<Event>, bool), Error> {
     let mut r = TraceReader::new(bytes)?;
     let mut out = Vec::new();
     while let Some(ev) = r.next_event()? {
@@ -350,7 +357,8 @@ fn event_times_are_kept_to_the_microsecond() {
 #[test]
 fn frames_appended_after_the_end_are_read() {
     let mut bytes = write(Some(3), 500);
-    let mut w = TraceWriter::append(&mut bytes, Some(3)).unwrap();
+    let at = resume_point(&bytes);
+    let mut w = TraceWriter::append(&mut bytes, Some(3), at).unwrap();
     let extra = Event {
         t: 123_000,
         tid: 0,
@@ -423,7 +431,7 @@ fn a_names_only_reader_skips_event_frames_and_keeps_every_name_and_the_end() {
 }
 
 /// A ring of buffers, as the performance workload frees them, plus the cases that stay plain frees.
-fn ring_events(n: u64, keep: u64) -> Vec<Event> {
+pub(crate) fn ring_events(n: u64, keep: u64) -> Vec<Event> {
     let mut v = Vec::new();
     let addr = |i: u64| 0x5555_0000_0000 + (i * 7919 % 100_003) * 64;
     // Freed before any allocation of the trace: stays a plain Free.

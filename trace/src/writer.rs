@@ -4,8 +4,12 @@ use std::io::{self, Write};
 use bincode::Options;
 
 use crate::delta::Deltas;
-use crate::frame::{codec, FrameHeader, WireRef, FLAG_NAMES, FLAG_ZSTD, MAX_FRAME_LEN};
+use crate::frame::{
+    codec, frame_crc, FrameHeader, FrameSeq, WireRef, FLAG_NAMES, FLAG_ZSTD, MAX_FRAME_LEN,
+    SEQ_VERSION,
+};
 use crate::header::{Header, FORMAT_VERSION, MAGIC};
+use crate::reader::Resume;
 use crate::record::Event;
 use crate::serials::FreeIndex;
 
@@ -24,6 +28,12 @@ pub struct TraceWriter<W: Write> {
     compressor: Option<zstd::bulk::Compressor<'static>>,
     /// Live allocations' serials, for frees stored by distance (across frames).
     frees: FreeIndex,
+    /// The format version the frames are written in (older only when appending to an older trace).
+    version: u32,
+    /// The number of the next frame (version 8).
+    seq: u64,
+    /// Allocations stored before the pending event frame's first event.
+    raw_serial: u64,
 }
 
 impl<W: Write> TraceWriter<W> {
@@ -40,12 +50,23 @@ impl<W: Write> TraceWriter<W> {
         pre.extend_from_slice(&body);
         out.write_all(&pre)?;
         out.flush()?;
-        Self::append(out, zstd_level)
+        Self::append(
+            out,
+            zstd_level,
+            Resume {
+                version: FORMAT_VERSION,
+                next_seq: 0,
+                next_serial: 0,
+            },
+        )
     }
 
-    /// Continues an existing trace: `out` must be positioned at the end of its last complete frame.
-    /// Writes no preamble (used to add symbols to a finished trace).
-    pub fn append(out: W, zstd_level: Option<i32>) -> io::Result<Self> {
+    /// Continues an existing trace: `out` must be positioned at the end of its last complete frame,
+    /// and `at` is what a [`TraceReader`](crate::TraceReader) that read every frame says
+    /// ([`TraceReader::resume`](crate::TraceReader::resume)): frames are written in the trace's own
+    /// version, numbered on from its last. Writes no preamble (used to add symbols to a finished
+    /// trace); the appended frames should hold no allocations (their serials would start again).
+    pub fn append(out: W, zstd_level: Option<i32>, at: Resume) -> io::Result<Self> {
         let compressor = match zstd_level {
             Some(level) => Some(zstd::bulk::Compressor::new(level)?),
             None => None,
@@ -59,11 +80,17 @@ impl<W: Write> TraceWriter<W> {
             frame: Vec::new(),
             compressor,
             frees: FreeIndex::default(),
+            version: at.version,
+            seq: at.next_seq,
+            raw_serial: at.next_serial,
         })
     }
 
     /// Appends one event to the current frame (a naming record to the current names frame).
     pub fn push(&mut self, event: &Event) -> io::Result<()> {
+        if self.raw.is_empty() {
+            self.raw_serial = self.frees.next_serial();
+        }
         let (buf, deltas) = if event.record.names_frames() {
             (&mut self.names, &mut self.name_deltas)
         } else {
@@ -100,19 +127,19 @@ impl<W: Write> TraceWriter<W> {
     /// end record stays last), each only if there is any.
     pub fn flush_frame(&mut self) -> io::Result<()> {
         let raw = std::mem::take(&mut self.raw);
-        self.write_frame(&raw, 0)?;
+        self.write_frame(&raw, 0, self.raw_serial)?;
         self.raw = raw;
         self.raw.clear();
         self.deltas.reset();
         let names = std::mem::take(&mut self.names);
-        self.write_frame(&names, FLAG_NAMES)?;
+        self.write_frame(&names, FLAG_NAMES, self.frees.next_serial())?;
         self.names = names;
         self.names.clear();
         self.name_deltas.reset();
         self.out.flush()
     }
 
-    fn write_frame(&mut self, raw: &[u8], kind: u8) -> io::Result<()> {
+    fn write_frame(&mut self, raw: &[u8], kind: u8, serial: u64) -> io::Result<()> {
         if raw.is_empty() {
             return Ok(());
         }
@@ -124,15 +151,28 @@ impl<W: Write> TraceWriter<W> {
             Some(bytes) => (FLAG_ZSTD | kind, bytes.as_slice()),
             None => (kind, raw),
         };
+        let seq = (self.version >= SEQ_VERSION).then(|| {
+            FrameSeq {
+                seq: self.seq,
+                serial,
+            }
+            .encode()
+        });
         let header = FrameHeader {
             flags,
             stored_len: stored.len() as u32,
             raw_len: raw.len() as u32,
-            crc: crc32fast::hash(stored),
+            crc: frame_crc(seq.as_ref(), stored),
         };
         self.frame.clear();
         self.frame.extend_from_slice(&header.encode());
+        if let Some(seq) = &seq {
+            self.frame.extend_from_slice(seq);
+        }
         self.frame.extend_from_slice(stored);
+        // Numbered before the write: a frame that failed half-way must not lend its number to the
+        // next one, which a reader would then take for a duplicate.
+        self.seq += 1;
         self.out.write_all(&self.frame)
     }
 

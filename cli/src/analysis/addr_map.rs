@@ -28,6 +28,11 @@ impl<V: Copy + Default> AddrMap<V> {
         self.len + usize::from(self.zero.is_some())
     }
 
+    /// True when nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The slot where the search for `addr` starts (the table is not empty).
     fn home(&self, addr: u64) -> usize {
         let bits = self.slots.len().trailing_zeros();

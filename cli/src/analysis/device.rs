@@ -16,6 +16,9 @@ use super::heap::Heap;
 pub const CUDA_ERROR_OUT_OF_MEMORY: i32 = 2;
 
 /// A failed call, with its context.
+/// Failed calls kept, each with its stack (a program retrying in a loop fails millions of times).
+pub const MAX_FAILURES: usize = 1000;
+
 #[derive(Clone, Debug)]
 pub struct Failure {
     /// When (clock ns).
@@ -71,6 +74,8 @@ pub struct Device {
     pub peak_t: u64,
     /// Failed calls, in order.
     pub failures: Vec<Failure>,
+    /// Failed calls past the first [`MAX_FAILURES`], counted only.
+    pub failures_left_out: u64,
     pending_retry: HashMap<u32, (usize, u64)>,
     /// `cuMemGetInfo` calls seen.
     pub mem_info_calls: u64,
@@ -172,6 +177,10 @@ impl Device {
 
     /// A failed call.
     pub fn failure(&mut self, t: u64, tid: u32, f: CudaFailure) {
+        if self.failures.len() >= MAX_FAILURES {
+            self.failures_left_out += 1;
+            return;
+        }
         let oom = f.result == CUDA_ERROR_OUT_OF_MEMORY && f.size > 0;
         self.failures.push(Failure {
             t,

@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 
 use crate::args::{CollapsedBy, Memory};
 use crate::export::{collapsed, perfetto};
+use crate::report::redact::Redactions;
 use crate::{replay, traces};
 
 /// What to export.
@@ -17,29 +18,68 @@ pub enum Kind {
 }
 
 /// Runs the subcommand.
-pub fn run(paths: &[PathBuf], kind: Kind, output: Option<&Path>) -> Result<()> {
+pub fn run(paths: &[PathBuf], kind: Kind, output: Option<&Path>, redact: bool) -> Result<()> {
     let files = traces::collect(paths)?;
-    let mut out: Box<dyn Write> = match output {
+    let mut dest: Box<dyn Write> = match output {
         Some(p) => Box::new(BufWriter::new(
             File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
         )),
         None => Box::new(BufWriter::new(io::stdout().lock())),
     };
-    match kind {
-        Kind::Collapsed(by, memory) => {
-            for f in &files {
-                let t = replay::replay(f)?;
-                collapsed::write(&t, by, memory, &mut out)
-                    .context("cannot write the collapsed stacks")?;
+    // Redacted exports are made whole first, then redacted: collapsed stacks as text, the timeline
+    // string by string (its keys stay as they are).
+    let mut held = Vec::new();
+    let mut hosts = Vec::new();
+    {
+        let out: &mut dyn Write = if redact { &mut held } else { &mut dest };
+        match kind {
+            Kind::Collapsed(by, memory) => {
+                for f in &files {
+                    let Some(t) = readable(f, files.len())? else {
+                        continue;
+                    };
+                    hosts.push(t.header.hostname.clone());
+                    collapsed::write(&t, by, memory, out)
+                        .context("cannot write the collapsed stacks")?;
+                }
+            }
+            Kind::Perfetto => {
+                let mut all = Vec::new();
+                for f in &files {
+                    all.extend(readable(f, files.len())?);
+                }
+                hosts.extend(all.iter().map(|t| t.header.hostname.clone()));
+                perfetto::write(&all, out).context("cannot write the timeline")?;
             }
         }
-        Kind::Perfetto => {
-            let all = files
-                .iter()
-                .map(|f| replay::replay(f))
-                .collect::<Result<Vec<_>>>()?;
-            perfetto::write(&all, &mut out).context("cannot write the timeline")?;
-        }
     }
-    out.flush().context("cannot write the export")
+    if redact {
+        let r = Redactions::for_hosts(hosts);
+        let text = String::from_utf8_lossy(&held);
+        let redacted = match kind {
+            Kind::Collapsed(..) => r.text(&text),
+            Kind::Perfetto => {
+                let mut v: serde_json::Value =
+                    serde_json::from_str(&text).context("the timeline is not JSON")?;
+                r.json(&mut v);
+                serde_json::to_string(&v).context("cannot write the timeline")?
+            }
+        };
+        dest.write_all(redacted.as_bytes())
+            .context("cannot write the export")?;
+    }
+    dest.flush().context("cannot write the export")
+}
+
+/// The replay of `file`; of several files, one that cannot be read at all is skipped with a warning
+/// (the others are exported).
+fn readable(file: &Path, of: usize) -> Result<Option<replay::Replayed>> {
+    match replay::replay(file) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if of > 1 => {
+            eprintln!("memshim: warning: {e:#}; left out of the export");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }

@@ -10,11 +10,21 @@ use crate::{replay, traces};
 pub fn run(paths: &[PathBuf]) -> Result<()> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
-    for (i, f) in traces::collect(paths)?.iter().enumerate() {
-        let r = replay::replay(f)?;
+    let files = traces::collect(paths)?;
+    for (i, f) in files.iter().enumerate() {
         if i > 0 {
             writeln!(out)?;
         }
+        let r = match replay::replay(f) {
+            Ok(r) => r,
+            // One unreadable trace of several is described as such; the others still are.
+            Err(e) if files.len() > 1 => {
+                writeln!(out, "trace:        {}", f.display())?;
+                writeln!(out, "unreadable:   {:#}", e.root_cause())?;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let h = &r.header;
         let size = std::fs::metadata(f).map(|m| m.len()).unwrap_or(0);
         writeln!(out, "trace:        {} ({size} bytes)", f.display())?;
@@ -59,7 +69,11 @@ pub fn run(paths: &[PathBuf]) -> Result<()> {
         writeln!(
             out,
             "truncated:    {}",
-            if r.truncated { "yes" } else { "no" }
+            match (r.truncated, r.still_writing) {
+                (_, true) => "no end yet: still being written (its process is running)",
+                (true, false) => "yes",
+                _ => "no",
+            }
         )?;
         if let Some(c) = &r.corrupt {
             writeln!(out, "corrupt:      {c}")?;

@@ -40,14 +40,37 @@ pub fn run(paths: &[PathBuf], view: &View, output: Option<&Path>) -> Result<()> 
     }
     let files = traces::collect(paths)?;
     let mut replayed = Vec::with_capacity(files.len());
+    let mut unreadable = Vec::new();
     for f in &files {
-        let r = replay::replay_window(f, view.window)?;
-        if let Some(c) = &r.corrupt {
-            eprintln!("memshim: warning: {}: {c}", f.display());
+        match replay::replay_window(f, view.window) {
+            Ok(r) => {
+                if let Some(c) = &r.corrupt {
+                    eprintln!("memshim: warning: {}: {c}", f.display());
+                }
+                replayed.push(r);
+            }
+            // One trace of several that cannot be read at all (a process killed before its header
+            // was complete leaves an empty one) is named in the report; the others are reported.
+            Err(e) if files.len() > 1 => {
+                eprintln!("memshim: warning: {e:#}; the other traces are reported");
+                unreadable.push(report::model::Unreadable {
+                    trace: f.display().to_string(),
+                    why: format!("{:#}", e.root_cause()),
+                });
+            }
+            Err(e) => return Err(e),
         }
-        replayed.push(r);
+    }
+    if let (true, Some(first)) = (replayed.is_empty(), unreadable.first()) {
+        anyhow::bail!(
+            "none of the {} traces could be read (the first: {}: {})",
+            files.len(),
+            first.trace,
+            first.why
+        );
     }
     let mut model = report::build::report(replayed);
+    model.unreadable = unreadable;
     report::filter::apply(&mut model, &view.filter);
     if view.redact {
         let r = report::redact::Redactions::from_env(&model);

@@ -1,4 +1,9 @@
 //! `memshim run`: run a command with the shim preloaded, then say where its traces are.
+//!
+//! Leaves with the command's status whatever happens to the traces (an output directory removed or
+//! made unwritable during the run is a warning naming what was lost), forwards the signals sent to
+//! it (see `signals`), and says plainly when the command cannot be traced (a static executable) or
+//! why a trace holds no allocation.
 use std::ffi::OsString;
 use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::ExitStatusExt;
@@ -8,7 +13,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 
-use crate::traces;
+use crate::elf_kind::{self, Linking};
+use crate::{signals, traces};
 
 /// The shim's file name.
 const LIB_NAME: &str = "libmemshim.so";
@@ -53,21 +59,69 @@ pub fn run(
     if python_malloc {
         cmd.env("PYTHONMALLOC", "malloc");
     }
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("cannot run {program}"))?;
-    // Like a shell, leave Ctrl-C and Ctrl-\ to the command (it shares our terminal) and report after.
-    let _ignore = IgnoreInterrupts::new();
-    let status = child
-        .wait()
-        .with_context(|| format!("cannot wait for {program}"))?;
-    let found = traces::in_dir(&dir)?;
-    for trace in &found {
-        if let Err(e) = crate::append_symbols::append(trace) {
-            eprintln!(
-                "memshim: warning: {e:#} (the report will name frames from the files on disk)"
-            );
+    let linking = elf_kind::resolve(program).map_or(Linking::Unknown, |p| elf_kind::linking(&p));
+    if linking == Linking::Static {
+        eprintln!(
+            "memshim: {program} is a static executable (it has no ELF interpreter), so the shim cannot be loaded into it and it cannot be traced; running it untraced"
+        );
+    }
+    // Blocked before the command and any thread start (and unblocked again in the command);
+    // the forwarder passes on what is sent to memshim.
+    signals::block();
+    signals::unblock_in_child(&mut cmd);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            signals::unblock();
+            return Err(e).with_context(|| format!("cannot run {program}"));
         }
+    };
+    let forwarder = signals::Forwarder::start(child.id());
+    let exited = signals::wait_exited(child.id());
+    forwarder.stop();
+    let status = exited
+        .and_then(|()| child.wait())
+        .with_context(|| format!("cannot wait for {program}"));
+    // Still blocked while the traces are finished below (see `signals::drain_and_unblock`).
+    let _unblock = UnblockOnReturn;
+    let status = status?;
+    let found = match traces::in_dir(&dir) {
+        Ok(found) => found,
+        Err(e) => {
+            eprintln!(
+                "memshim: warning: {e:#}: the output directory was removed or made unreadable during the run, so this run's traces are lost"
+            );
+            Vec::new()
+        }
+    };
+    let mut empty = Vec::new();
+    for trace in &found {
+        match crate::append_symbols::append(trace) {
+            Ok(a) if a.recorded_nothing => empty.push(trace),
+            Ok(_) => {}
+            Err(e) => eprintln!(
+                "memshim: warning: {e:#} (the report will name frames from the files on disk)"
+            ),
+        }
+    }
+    if found.is_empty() && traces::in_dir(&dir).is_ok() {
+        let probe = dir.join(".memshim-write-probe");
+        let writable = std::fs::File::create(&probe).is_ok();
+        let _ = std::fs::remove_file(&probe);
+        let why = if linking == Linking::Static {
+            "it is a static executable, which the shim cannot be loaded into"
+        } else if !writable {
+            "the output directory is not writable (it was made read-only, or its permissions changed during the run), so the shim could not create its traces"
+        } else {
+            "the shim was not loaded: the program may clear LD_PRELOAD, be setuid or setgid (the loader then ignores LD_PRELOAD), or be a static executable started by a script"
+        };
+        eprintln!("memshim: warning: {program} wrote no trace: {why}");
+    }
+    for trace in empty.into_iter().filter(|_| !quiet) {
+        eprintln!(
+            "memshim: note: {}: no allocation reached the shim: the program allocates nothing, or uses its own allocator (its malloc calls never reach libc's)",
+            trace.display()
+        );
     }
     let how = match (status.code(), status.signal()) {
         (Some(c), _) => format!("exited with status {c}"),
@@ -147,32 +201,12 @@ fn default_dir(program: &str) -> String {
     format!("memshim-{name}-{secs}")
 }
 
-/// Ignores SIGINT and SIGQUIT while alive, restoring the previous handlers after.
-struct IgnoreInterrupts {
-    old: [libc::sighandler_t; 2],
-}
+/// Unblocks the forwarded signals when `run` returns, however it returns.
+struct UnblockOnReturn;
 
-const SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGQUIT];
-
-impl IgnoreInterrupts {
-    fn new() -> Self {
-        // SAFETY: SIG_IGN is a valid disposition for both signals; set after the child was spawned,
-        // so the child keeps the default ones.
-        #[allow(unsafe_code)]
-        let old = SIGNALS.map(|s| unsafe { libc::signal(s, libc::SIG_IGN) });
-        IgnoreInterrupts { old }
-    }
-}
-
-impl Drop for IgnoreInterrupts {
+impl Drop for UnblockOnReturn {
     fn drop(&mut self) {
-        for (s, h) in SIGNALS.iter().zip(self.old) {
-            // SAFETY: restores the disposition `signal` returned for the same signal.
-            #[allow(unsafe_code)]
-            unsafe {
-                libc::signal(*s, h)
-            };
-        }
+        signals::drain_and_unblock();
     }
 }
 

@@ -76,6 +76,7 @@ fn process(pid: u32, argv: &[&str]) -> Process {
         duration_s: 2.25,
         forked: false,
         truncated: false,
+        still_writing: false,
         end: Some("exit"),
         end_signal: None,
         dropped_events: 0,
@@ -275,5 +276,9 @@ pub fn report() -> Report {
         schema: SCHEMA,
         processes: vec![main, child],
         ranks: None,
+        unreadable: vec![crate::report::model::Unreadable {
+            trace: "traces/worker.4243.mshim".into(),
+            why: "the trace is empty (0 bytes); the process may have been killed before the shim wrote its header".into(),
+        }],
     }
 }

@@ -103,8 +103,13 @@ impl Render for Html {
         trim(&mut value);
         intern_frames(&mut value);
         let json = serde_json::to_string(&value).map_err(io::Error::other)?;
-        // Inside <script>, "</" could end the element and "<!--" open a comment: escape both.
-        let json = json.replace("</", "<\\/").replace("<!--", "<\\!--");
+        // Inside <script>, "</" could end the element and "<!--" open a comment: no '<', '>' or
+        // '&' reaches the page as itself. JSON has them only inside strings, where the \u escapes
+        // stand for the same characters, so the data parses back unchanged.
+        let json = json
+            .replace('<', "\\u003c")
+            .replace('>', "\\u003e")
+            .replace('&', "\\u0026");
         let (before, after) = PAGE
             .split_once("/*MEMSHIM_DATA*/")
             .ok_or_else(|| io::Error::other("the HTML template has no data placeholder"))?;

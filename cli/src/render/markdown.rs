@@ -124,7 +124,11 @@ impl Markdown {
                 p.pid,
                 p.role,
                 p.duration_s,
-                p.end.unwrap_or("**truncated**"),
+                p.end.unwrap_or(if p.still_writing {
+                    "*still being written*"
+                } else {
+                    "**truncated**"
+                }),
                 human_bytes(p.heap.peak_bytes),
                 human_bytes(program_bytes(&p.leaks.host)),
                 human_bytes(p.device.peak_bytes),
@@ -141,6 +145,13 @@ impl Markdown {
             }
             for f in &r.findings {
                 writeln!(out, "\n- {}", f.text)?;
+            }
+        }
+        if !report.unreadable.is_empty() {
+            writeln!(out, "\n**Traces not read**\n")?;
+            for u in &report.unreadable {
+                let trace = escape(&super::one_line(&u.trace));
+                writeln!(out, "- `{trace}`: {}", escape(&super::one_line(&u.why)))?;
             }
         }
         for p in &report.processes {
@@ -161,6 +172,9 @@ impl Markdown {
         let mut facts = vec![format!("ran {:.3} s", p.duration_s)];
         facts.push(match p.end {
             Some(e) => format!("ended by {e}"),
+            None if p.still_writing => {
+                "*trace still being written* (the process is running)".into()
+            }
             None => "**trace truncated** (killed or crashed)".into(),
         });
         if p.forked {

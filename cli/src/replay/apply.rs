@@ -2,7 +2,10 @@
 //! them. Never reads the file (that is the decoding thread's) and keeps no state of its own.
 use memshim_trace::{Event, PyCode, Record};
 
-use super::{HostBlock, LoadedModule, PyFunction, Replayed, SampledBlock, MAX_NUMA_CALLS};
+use super::{
+    HostBlock, LoadedModule, PyFunction, Replayed, SampledBlock, MAX_MODULES, MAX_NOTES,
+    MAX_NUMA_CALLS,
+};
 
 /// The name of a record kind, for counts.
 pub fn kind_name(r: &Record) -> &'static str {
@@ -108,10 +111,20 @@ pub(super) fn apply(r: &mut Replayed, ev: Event) {
         Record::Stack(s) => {
             r.stacks.insert(s.id, s.frames);
         }
-        Record::ModuleLoad(m) => r.modules.push(LoadedModule {
-            module: *m,
-            unloaded_t: None,
-        }),
+        Record::ModuleLoad(m) => {
+            // The same object loaded again at the same place while still loaded names nothing new.
+            let again = r.modules.iter().rev().take(64).any(|l| {
+                l.unloaded_t.is_none() && l.module.path == m.path && l.module.base == m.base
+            });
+            if !again && r.modules.len() >= MAX_MODULES {
+                r.left_out.modules += 1;
+            } else if !again {
+                r.modules.push(LoadedModule {
+                    module: *m,
+                    unloaded_t: None,
+                });
+            }
+        }
         Record::ModuleUnload(u) => {
             if let Some(m) = r.modules.iter_mut().rev().find(|m| {
                 m.unloaded_t.is_none() && m.module.path == u.path && m.module.base == u.base
@@ -133,7 +146,8 @@ pub(super) fn apply(r: &mut Replayed, ev: Event) {
         Record::Gpus(g) => r.gpus.info = g,
         Record::GpuSamples(s) => r.gpus.sample(ev.t, &s),
         Record::Dropped(n) => r.dropped = r.dropped.max(n),
-        Record::Note(n) => r.notes.push(n.text),
+        Record::Note(n) if r.notes.len() < MAX_NOTES => r.notes.push(n.text),
+        Record::Note(_) => r.left_out.notes += 1,
         Record::End(e) => {
             r.dropped = r.dropped.max(e.dropped_events);
             r.end = Some(e);

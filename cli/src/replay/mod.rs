@@ -1,6 +1,13 @@
 //! Replays one trace file through the analyses, keeping what the report needs: the header, how the
 //! trace ended, stacks, modules and symbols. Memory stays bounded by the live set and the number of
 //! distinct stacks, whatever the file's size.
+//!
+//! # Memory bound
+//! Reading costs at most the reader's bound (two 64 MiB frame buffers, an 8 MiB ring and one record
+//! of at most 16 MiB encoded: see `memshim_trace::TraceReader`) plus the decoded events in flight
+//! between the two threads: at most `IN_FLIGHT_BYTES` encoded (see `budget`) plus one batch (at most
+//! `BATCH_BYTES` and one record). Everything else grows only with what the trace defines: live
+//! blocks (about 80 bytes each in the heap analysis), distinct stacks, modules and names.
 use rustc_hash::FxHashMap as HashMap;
 use std::fs::File;
 use std::io::BufReader;
@@ -15,6 +22,10 @@ use memshim_trace::{
 };
 
 mod apply;
+mod budget;
+mod frame_damage;
+
+pub use frame_damage::FrameDamage;
 
 pub use apply::kind_name;
 use apply::{apply, define_code, prefetch, PREFETCH_AHEAD};
@@ -42,6 +53,8 @@ pub struct Replayed {
     pub end: Option<End>,
     /// True when the trace ends without its End record or with a torn frame.
     pub truncated: bool,
+    /// True when it has no end because its writer is still running (see `live_writer`).
+    pub still_writing: bool,
     /// Why reading stopped early, when a frame was corrupt.
     pub corrupt: Option<String>,
     /// Events the shim could not record.
@@ -54,8 +67,10 @@ pub struct Replayed {
     pub counts: HashMap<&'static str, u64>,
     /// Stack frames by id.
     pub stacks: HashMap<u32, Vec<u64>>,
-    /// Loaded modules, in load order.
+    /// Loaded modules, in load order (the first [`MAX_MODULES`]).
     pub modules: Vec<LoadedModule>,
+    /// What was left out at the bounds of `notes` and `modules`.
+    pub left_out: LeftOut,
     /// In-process symbols by return address.
     pub symbols: HashMap<u64, Vec<SymFrame>>,
     /// The heap analysis.
@@ -81,6 +96,11 @@ pub struct Replayed {
     /// Bytes of the trace up to the end of its last complete frame (the file is longer when its last
     /// frame is torn).
     pub complete_bytes: u64,
+    /// Where its frames end, for appending to it.
+    pub resume: Option<memshim_trace::Resume>,
+    /// Frames read twice in the file (skipped), missing between others, and heap events left out
+    /// because their block was in a missing frame (see [`TraceReader::missing_frames`]).
+    pub frame_damage: FrameDamage,
     /// The CPU each large block was allocated on, and when, until its placement is known.
     pub alloc_cpu: HashMap<u64, (u32, u64)>,
     /// Sampled placements of large blocks, with the allocating CPU, the block's stack and its memory
@@ -133,6 +153,17 @@ pub struct PyFunction {
 
 /// Placement and affinity calls kept.
 pub const MAX_NUMA_CALLS: usize = 10_000;
+/// The shim's notes kept (it writes a handful; a damaged or crafted trace could hold millions).
+pub const MAX_NOTES: usize = 256;
+/// Loaded modules kept (a program that dlopens in a loop loads thousands).
+pub const MAX_MODULES: usize = 100_000;
+
+/// Records left out because a list reached its bound.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LeftOut {
+    pub notes: u64,
+    pub modules: u64,
+}
 
 /// Reads and analyses the trace at `path`. A corrupt frame stops the replay but keeps what came
 /// before it (marked truncated, with the reason in `corrupt`); an unreadable header is an error.
@@ -194,6 +225,7 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
         header: reader.header().clone(),
         end: None,
         truncated: false,
+        still_writing: false,
         corrupt: None,
         dropped: 0,
         notes: Vec::new(),
@@ -201,6 +233,7 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
         counts: HashMap::default(),
         stacks: HashMap::default(),
         modules: Vec::new(),
+        left_out: LeftOut::default(),
         symbols: HashMap::default(),
         heap: Heap::default(),
         heap_totals: None,
@@ -212,6 +245,8 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
         counters: Vec::new(),
         numa_calls: Vec::new(),
         complete_bytes: 0,
+        resume: None,
+        frame_damage: FrameDamage::default(),
         alloc_cpu: HashMap::default(),
         placements: Vec::new(),
         counter_series: Default::default(),
@@ -233,12 +268,15 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
     // time cost the decoding thread page faults and cache misses.
     let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(IN_FLIGHT);
     let (empty_tx, empty_rx) = std::sync::mpsc::sync_channel::<Vec<Event>>(IN_FLIGHT);
+    let budget = budget::Budget::new(IN_FLIGHT_BYTES);
     let outcome = std::thread::scope(|scope| {
-        scope.spawn(move || decode(&mut reader, tx, empty_rx));
+        let budget = &budget;
+        scope.spawn(move || decode(&mut reader, tx, empty_rx, budget));
+        let _close = budget::CloseOnDrop(budget);
         let mut outcome = None;
         for batch in rx {
             match batch {
-                Batch::Events(mut batch) => {
+                Batch::Events(mut batch, bytes) => {
                     let start = r.header.clock_start_ns;
                     let mut events = batch.drain(..);
                     while let Some(ev) = events.next() {
@@ -257,19 +295,16 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
                         }
                     }
                     drop(events);
+                    budget.give(bytes);
                     let _ = empty_tx.try_send(batch);
                 }
-                Batch::End {
-                    truncated,
-                    corrupt,
-                    complete_bytes,
-                } => outcome = Some(Ok((truncated, corrupt, complete_bytes))),
+                Batch::End(end) => outcome = Some(Ok(end)),
                 Batch::Failed(e) => outcome = Some(Err(e)),
             }
         }
         outcome
     });
-    let (truncated, corrupt, complete_bytes) = match outcome {
+    let end = match outcome {
         Some(Ok(end)) => end,
         Some(Err(e)) => {
             return Err(e).with_context(|| format!("cannot read {}", path.display()));
@@ -290,26 +325,67 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
             at(window.until_s, "the end")
         ));
     }
-    r.corrupt = corrupt;
-    r.complete_bytes = complete_bytes;
-    r.truncated = truncated || r.corrupt.is_some();
+    if r.left_out.notes > 0 {
+        r.notes.push(format!(
+            "{} more notes from the shim were left out (only the first {MAX_NOTES} are kept)",
+            r.left_out.notes
+        ));
+    }
+    if r.device.failures_left_out > 0 {
+        r.notes.push(format!(
+            "{} more failed CUDA calls were left out (only the first {} are kept)",
+            r.device.failures_left_out,
+            crate::analysis::device::MAX_FAILURES
+        ));
+    }
+    if r.left_out.modules > 0 {
+        r.notes.push(format!(
+            "{} module loads beyond the first {MAX_MODULES} were left out: frames in them have no names",
+            r.left_out.modules
+        ));
+    }
+    if let Some(w) = end.damage.warning() {
+        r.notes.push(format!("frames damaged: {w}"));
+    }
+    r.frame_damage = end.damage;
+    r.resume = Some(end.resume);
+    r.corrupt = end.corrupt;
+    r.complete_bytes = end.complete_bytes;
+    r.truncated = end.truncated || r.corrupt.is_some();
+    r.still_writing = r.truncated
+        && r.end.is_none()
+        && r.corrupt.is_none()
+        && crate::live_writer::is_writing(path, &r.header);
     Ok(r)
 }
 
 /// Events per batch handed from the decoding thread to the analysing one.
 const BATCH: usize = 8192;
+/// Encoded bytes after which a batch is handed over even when it holds fewer events: a batch of
+/// large records (symbols, stacks) stays small (at most this plus one record,
+/// [`memshim_trace::MAX_RECORD_BYTES`], encoded).
+const BATCH_BYTES: usize = 4 << 20;
 /// Batches that may wait for the analysing thread.
 const IN_FLIGHT: usize = 16;
+/// Encoded bytes of the batches that may wait for it (see `budget`): what the decoded events in
+/// flight cost is a small multiple of this (a crafted list of empty records at most 20 times).
+const IN_FLIGHT_BYTES: usize = 32 << 20;
 
 /// What the decoding thread hands over.
 enum Batch {
-    Events(Vec<Event>),
-    End {
-        truncated: bool,
-        corrupt: Option<String>,
-        complete_bytes: u64,
-    },
+    /// Events and their encoded bytes.
+    Events(Vec<Event>, usize),
+    End(ReadEnd),
     Failed(memshim_trace::Error),
+}
+
+/// How reading a trace ended.
+struct ReadEnd {
+    truncated: bool,
+    corrupt: Option<String>,
+    complete_bytes: u64,
+    resume: memshim_trace::Resume,
+    damage: FrameDamage,
 }
 
 /// Reads every event, in batches; a corrupt frame ends the stream (what came before is kept).
@@ -317,6 +393,7 @@ fn decode<R: std::io::Read>(
     reader: &mut TraceReader<R>,
     tx: SyncSender<Batch>,
     empty: Receiver<Vec<Event>>,
+    budget: &budget::Budget,
 ) {
     let fresh = || {
         empty
@@ -324,34 +401,42 @@ fn decode<R: std::io::Read>(
             .unwrap_or_else(|_| Vec::with_capacity(BATCH))
     };
     let mut batch = fresh();
+    let mut batch_bytes = 0;
+    let end = |reader: &TraceReader<R>, truncated, corrupt| {
+        Batch::End(ReadEnd {
+            truncated,
+            corrupt,
+            complete_bytes: reader.offset(),
+            resume: reader.resume(),
+            damage: FrameDamage {
+                duplicate_frames: reader.duplicate_frames(),
+                missing_frames: reader.missing_frames(),
+                unresolved_events: reader.unresolved_events(),
+            },
+        })
+    };
     let end = loop {
         match reader.next_event() {
             Ok(Some(ev)) => {
                 batch.push(ev);
-                if batch.len() == BATCH {
+                batch_bytes += reader.last_event_bytes();
+                if batch.len() == BATCH || batch_bytes >= BATCH_BYTES {
                     let full = std::mem::replace(&mut batch, fresh());
-                    if tx.send(Batch::Events(full)).is_err() {
+                    let bytes = std::mem::take(&mut batch_bytes);
+                    if !budget.take(bytes) || tx.send(Batch::Events(full, bytes)).is_err() {
                         return;
                     }
                 }
             }
-            Ok(None) => {
-                break Batch::End {
-                    truncated: reader.truncated(),
-                    corrupt: None,
-                    complete_bytes: reader.offset(),
-                }
-            }
+            Ok(None) => break end(reader, reader.truncated(), None),
             Err(e @ memshim_trace::Error::CorruptFrame { .. }) => {
-                break Batch::End {
-                    truncated: true,
-                    corrupt: Some(e.to_string()),
-                    complete_bytes: reader.offset(),
-                }
+                break end(reader, true, Some(e.to_string()))
             }
             Err(e) => break Batch::Failed(e),
         }
     };
-    let _ = tx.send(Batch::Events(batch));
+    if budget.take(batch_bytes) {
+        let _ = tx.send(Batch::Events(batch, batch_bytes));
+    }
     let _ = tx.send(end);
 }

@@ -24,6 +24,7 @@ pub fn report(mut traces: Vec<Replayed>) -> Report {
         schema: SCHEMA,
         ranks: super::ranks::section(&processes),
         processes,
+        unreadable: Vec::new(),
     }
 }
 
@@ -66,11 +67,28 @@ fn process(t: &Replayed) -> Process {
     if let Some(c) = &t.corrupt {
         notes.push(format!("reading stopped early: {c}"));
     }
-    if t.truncated && t.corrupt.is_none() {
+    if t.still_writing {
+        notes.push(format!(
+            "the trace is still being written: its process {} is running, so these are the figures so far (run the report again when it has ended)",
+            t.header.pid
+        ));
+    } else if t.truncated && t.corrupt.is_none() {
         notes.push(
             "the trace ends without the shim closing it: the process was killed or crashed, so the last moments (up to 100 ms) may be missing and \"leaks\" are what was live when it died"
                 .into(),
         );
+    }
+    let no_malloc = t.heap.allocations == 0
+        && t.heap_totals
+            .as_ref()
+            .is_none_or(|c| c.last.allocations == 0);
+    let exec_ended = t.end.as_ref().is_some_and(|e| e.reason == EndReason::Exec);
+    if no_malloc && t.corrupt.is_none() && !exec_ended && !t.still_writing {
+        notes.push(if t.truncated {
+            "no allocation is in the trace, which ends early: the process died or tracing stopped before the shim wrote any, so 0 allocations is not a measurement".into()
+        } else {
+            "no malloc call reached the shim: the program allocates nothing on the heap, or uses an allocator of its own (statically linked, or one that never calls libc's malloc)".into()
+        });
     }
     notes.extend(sym.problems());
     Process {
@@ -84,6 +102,7 @@ fn process(t: &Replayed) -> Process {
         duration_s: ns_to_s(t.last_t),
         forked: t.header.forked,
         truncated: t.truncated,
+        still_writing: t.still_writing,
         end: t.end.as_ref().map(|e| end_name(e.reason)),
         end_signal: t.end.as_ref().and_then(|e| match e.reason {
             EndReason::Signal(n) => Some(signal_name(n)),

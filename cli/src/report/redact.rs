@@ -13,11 +13,17 @@ pub struct Redactions {
 impl Redactions {
     /// From this process's environment and the report's host names.
     pub fn from_env(report: &Report) -> Redactions {
-        let mut hosts: Vec<String> = report
-            .processes
-            .iter()
-            .map(|p| p.hostname.clone())
-            .collect();
+        Self::for_hosts(
+            report
+                .processes
+                .iter()
+                .map(|p| p.hostname.clone())
+                .collect(),
+        )
+    }
+
+    /// From this process's environment and the traces' host names.
+    pub fn for_hosts(mut hosts: Vec<String>) -> Redactions {
         hosts.sort();
         hosts.dedup();
         hosts.retain(|h| !h.is_empty());
@@ -28,7 +34,19 @@ impl Redactions {
         }
     }
 
-    fn text(&self, s: &str) -> String {
+    /// Every string in `v` redacted (object keys stay).
+    pub fn json(&self, v: &mut serde_json::Value) {
+        use serde_json::Value;
+        match v {
+            Value::String(s) => *s = self.text(s),
+            Value::Array(items) => items.iter_mut().for_each(|i| self.json(i)),
+            Value::Object(map) => map.values_mut().for_each(|i| self.json(i)),
+            _ => {}
+        }
+    }
+
+    /// `s` with home directories, the user's name and the host names hidden.
+    pub fn text(&self, s: &str) -> String {
         let mut out = s.to_string();
         if let Some(home) = &self.home {
             out = out.replace(home.as_str(), "~");
@@ -67,6 +85,10 @@ pub fn redact(report: &mut Report, r: &Redactions) {
         for row in &mut ranks.rows {
             row.host = "<host>".into();
         }
+    }
+    for u in &mut report.unreadable {
+        u.trace = r.text(&u.trace);
+        u.why = r.text(&u.why);
     }
     for p in &mut report.processes {
         p.hostname = "<host>".into();

@@ -31,6 +31,14 @@ impl Render for Text {
             }
             self.process(p, out)?;
         }
+        for u in &report.unreadable {
+            writeln!(
+                out,
+                "\nNOT READ: {}: {}",
+                one_line(&u.trace),
+                one_line(&u.why)
+            )?;
+        }
         Ok(())
     }
 }
@@ -44,7 +52,11 @@ fn overview(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     )?;
     for p in &report.processes {
         let program = p.exe.rsplit('/').next().unwrap_or(&p.exe);
-        let end = if p.truncated { " TRUNCATED" } else { "" };
+        let end = match (p.still_writing, p.truncated) {
+            (true, _) => " STILL WRITING",
+            (false, true) => " TRUNCATED",
+            _ => "",
+        };
         writeln!(
             out,
             "{:>8} {:>8}  {:<20} {:>10.3} {:>11} {:>11} {:>12}  {}{end}",
@@ -102,6 +114,9 @@ impl Text {
                 p.end_signal.as_deref().unwrap_or("a signal")
             ),
             Some(other) => format!("ended: {other}"),
+            None if p.still_writing => {
+                "STILL BEING WRITTEN: the process is running; figures so far".to_string()
+            }
             None => "TRUNCATED: the trace was not closed (killed or crashed)".to_string(),
         }];
         if p.forked {

@@ -21,6 +21,16 @@ pub struct Report {
     pub processes: Vec<Process>,
     /// The ranks of a distributed job side by side; null when no process was a rank.
     pub ranks: Option<RanksSection>,
+    /// Trace files that could not be read at all (empty, not a trace, header damaged), with why;
+    /// the other traces are reported.
+    pub unreadable: Vec<Unreadable>,
+}
+
+/// A trace file left out of the report.
+#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    pub trace: String,
+    pub why: String,
 }
 
 /// The ranks of a distributed job.
@@ -74,6 +84,9 @@ pub struct Process {
     pub duration_s: f64,
     pub forked: bool,
     pub truncated: bool,
+    /// True when the trace has no end because its process is still running (see `live_writer`):
+    /// the figures are what it had written so far, not a crash.
+    pub still_writing: bool,
     /// "exit", "quick_exit", "exec", "failure", "signal", or null when the trace has no end.
     pub end: Option<&'static str>,
     /// With `end` "signal": which one (`SIGSEGV`, ...). The shim's handler wrote the trace whole,
