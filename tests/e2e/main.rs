@@ -19,4 +19,5 @@ mod report;
 mod robustness;
 mod schema;
 mod symbol_cache;
+mod torch;
 mod util;

@@ -208,25 +208,53 @@ mod tests {
     #[test]
     fn blocks_inside_segments_and_a_release_dated() {
         let mut t = Torch::default();
-        t.event(1, 9, &ev(TorchAction::SegmentAlloc, 0x1000_0000, 20 << 20, 1));
+        t.event(
+            1,
+            9,
+            &ev(TorchAction::SegmentAlloc, 0x1000_0000, 20 << 20, 1),
+        );
         for i in 0..4 {
-            t.event(10 + i, 9, &ev(TorchAction::Alloc, 0x1000_0000 + i * (2 << 20), 2 << 20, 5));
+            t.event(
+                10 + i,
+                9,
+                &ev(TorchAction::Alloc, 0x1000_0000 + i * (2 << 20), 2 << 20, 5),
+            );
         }
         t.event(20, 9, &ev(TorchAction::Alloc, 0x1080_0000, 512, 6));
         let d = &t.devices[&0];
-        assert_eq!((d.blocks.live_bytes, d.reserved), ((8 << 20) + 512, 20 << 20));
+        assert_eq!(
+            (d.blocks.live_bytes, d.reserved),
+            ((8 << 20) + 512, 20 << 20)
+        );
         assert_eq!(d.releases[&5].peak, 8 << 20);
         // Free requested is not free yet; completed is.
-        t.event(30, 9, &ev(TorchAction::FreeRequested, 0x1000_0000, 2 << 20, 0));
+        t.event(
+            30,
+            9,
+            &ev(TorchAction::FreeRequested, 0x1000_0000, 2 << 20, 0),
+        );
         assert_eq!(t.devices[&0].blocks.live_bytes, (8 << 20) + 512);
         for i in 0..3 {
-            t.event(31 + i, 9, &ev(TorchAction::FreeCompleted, 0x1000_0000 + i * (2 << 20), 2 << 20, 0));
+            t.event(
+                31 + i,
+                9,
+                &ev(
+                    TorchAction::FreeCompleted,
+                    0x1000_0000 + i * (2 << 20),
+                    2 << 20,
+                    0,
+                ),
+            );
         }
         let d = &t.devices[&0];
         assert_eq!(d.blocks.live_bytes, (2 << 20) + 512);
         // 6 MiB then 4 MiB left: below half of 8 MiB at the third free (t = 33 leaves 2 MiB).
         assert_eq!(d.releases[&5].released_t, Some(32));
-        t.event(40, 9, &ev(TorchAction::SegmentFree, 0x1000_0000, 20 << 20, 0));
+        t.event(
+            40,
+            9,
+            &ev(TorchAction::SegmentFree, 0x1000_0000, 20 << 20, 0),
+        );
         assert_eq!(t.devices[&0].reserved, 0);
         assert_eq!(t.devices[&0].reserved_peak, (20 << 20, 1));
     }
@@ -234,7 +262,11 @@ mod tests {
     #[test]
     fn verdict_tells_fragmentation_from_capacity() {
         let mut t = Torch::default();
-        t.event(1, 9, &ev(TorchAction::SegmentAlloc, 0x1000_0000, 64 << 20, 1));
+        t.event(
+            1,
+            9,
+            &ev(TorchAction::SegmentAlloc, 0x1000_0000, 64 << 20, 1),
+        );
         t.event(2, 9, &ev(TorchAction::Alloc, 0x1000_0000, 16 << 20, 5));
         let oom = |largest| TorchOom {
             device: 0,

@@ -35,6 +35,7 @@ fn process(t: &Replayed) -> Process {
     let [device, managed, pinned, registered] = super::device::leaks(t, &mut sym);
     let device_section = super::device::section(t, &mut sym, &device);
     let growth = super::growth::section(t, &mut sym);
+    let torch = super::torch::section(t, &mut sym);
     let transfers = super::transfers::section(t, &mut sym);
     let mut heap = HeapSummary {
         totals_from: super::counted::FROM_EVENTS,
@@ -105,6 +106,7 @@ fn process(t: &Replayed) -> Process {
         },
         growth,
         device: device_section,
+        torch,
         transfers,
         timeline: Timeline {
             host_live: series(t.host_live(), t.header.clock_start_ns),

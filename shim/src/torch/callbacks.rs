@@ -119,7 +119,9 @@ unsafe extern "C" fn on_trace_entry(_functor: *const [usize; 2], entry: *const u
             (entry.add(l.size) as *const u64).read(),
         )
     };
-    let Some(i) = action_index(l, raw) else { return };
+    let Some(i) = action_index(l, raw) else {
+        return;
+    };
     let action = ACTIONS[i];
     // Frees carry no stack: the block's allocation has it.
     let with_stack = !matches!(

@@ -57,7 +57,16 @@ const V2_11: Layout = Layout {
     entry_size: 136,
     // ALLOC, FREE_REQUESTED, FREE_COMPLETED, SEGMENT_ALLOC, SEGMENT_FREE, SEGMENT_MAP,
     // SEGMENT_UNMAP; SNAPSHOT (7) is not recorded; OOM.
-    actions: [Some(0), Some(1), Some(2), Some(3), Some(4), Some(5), Some(6), Some(8)],
+    actions: [
+        Some(0),
+        Some(1),
+        Some(2),
+        Some(3),
+        Some(4),
+        Some(5),
+        Some(6),
+        Some(8),
+    ],
 };
 
 /// The releases whose layout was checked, by (major, minor).
@@ -70,10 +79,7 @@ pub fn known(version: (u32, u32)) -> Option<Layout> {
 
 /// The releases checked, for messages ("2.11").
 pub fn known_names() -> String {
-    let names: Vec<String> = KNOWN
-        .iter()
-        .map(|((a, b), _)| format!("{a}.{b}"))
-        .collect();
+    let names: Vec<String> = KNOWN.iter().map(|((a, b), _)| format!("{a}.{b}")).collect();
     names.join(", ")
 }
 

@@ -103,7 +103,11 @@ fn attempt() -> Attempt {
         Err(e) => return off("", "", format!("driver level only, because PyTorch's version could not be read from {version_py}: {e}")),
     };
     let Some(version) = layout::version_string(&text).map(str::to_string) else {
-        return off("", "", format!("driver level only, because {version_py} names no __version__"));
+        return off(
+            "",
+            "",
+            format!("driver level only, because {version_py} names no __version__"),
+        );
     };
     let Some(layout) = layout::major_minor(&version).and_then(layout::known) else {
         return off(&version, "", format!(
@@ -112,7 +116,11 @@ fn attempt() -> Attempt {
         ));
     };
     if !cfg!(target_arch = "x86_64") {
-        return off(&version, "", "driver level only, because the allocator's layout was checked on x86-64 only".into());
+        return off(
+            &version,
+            "",
+            "driver level only, because the allocator's layout was checked on x86-64 only".into(),
+        );
     }
     // The layouts live in a static table, so a 'static copy is one leak per process.
     let layout: &'static layout::Layout = Box::leak(Box::new(layout));
@@ -129,7 +137,11 @@ fn inside(segments: &[Segment], addr: usize, len: usize, exec: bool) -> bool {
 
 fn install(path: &str, segments: &[Segment], version: &str, l: &'static layout::Layout) -> Attempt {
     let Ok(cpath) = CString::new(path) else {
-        return off(version, "", format!("driver level only, because the path {path} holds a NUL"));
+        return off(
+            version,
+            "",
+            format!("driver level only, because the path {path} holds a NUL"),
+        );
     };
     // SAFETY: RTLD_NOLOAD only finds a library already loaded; the reference we take keeps it
     // loaded for as long as our callbacks live inside its allocator.
@@ -150,10 +162,16 @@ fn install(path: &str, segments: &[Segment], version: &str, l: &'static layout::
     // SAFETY: a non-null allocator pointer points to a live object whose first word is its vtable
     // pointer (the object is static in libc10_cuda.so or on the heap, never freed).
     let vtable = unsafe { *(obj as *const usize) };
-    let top = [l.initialized, l.cache_info, l.attach_oom_observer, l.attach_trace_tracker, l.name]
-        .into_iter()
-        .max()
-        .unwrap_or(0);
+    let top = [
+        l.initialized,
+        l.cache_info,
+        l.attach_oom_observer,
+        l.attach_trace_tracker,
+        l.name,
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(0);
     if !inside(segments, vtable, (top + 1) * 8, false) {
         return off(version, "", format!("driver level only, because the allocator's virtual table is not inside {path} (another allocator was plugged in)"));
     }
@@ -161,7 +179,13 @@ fn install(path: &str, segments: &[Segment], version: &str, l: &'static layout::
         // SAFETY: slot i < top + 1 lies inside the checked range of the vtable.
         unsafe { *((vtable + i * 8) as *const usize) }
     };
-    let slots = [l.initialized, l.cache_info, l.attach_oom_observer, l.attach_trace_tracker, l.name];
+    let slots = [
+        l.initialized,
+        l.cache_info,
+        l.attach_oom_observer,
+        l.attach_trace_tracker,
+        l.name,
+    ];
     if slots.iter().any(|&i| !inside(segments, entry(i), 1, true)) {
         return off(version, "", format!("driver level only, because the allocator's virtual functions are not {path}'s code"));
     }
@@ -170,7 +194,8 @@ fn install(path: &str, segments: &[Segment], version: &str, l: &'static layout::
     type Attach = unsafe extern "C" fn(usize, *mut callbacks::StdFunction);
     // SAFETY (this block and the calls below): each slot was checked to be code of libc10_cuda.so
     // in the release whose layout `l` is; the signatures are those of the module note.
-    let initialized: Initialized = unsafe { std::mem::transmute::<usize, Initialized>(entry(l.initialized)) };
+    let initialized: Initialized =
+        unsafe { std::mem::transmute::<usize, Initialized>(entry(l.initialized)) };
     // SAFETY: see above.
     if !unsafe { initialized(obj) } {
         return Attempt::Later;
@@ -189,8 +214,10 @@ fn install(path: &str, segments: &[Segment], version: &str, l: &'static layout::
         return off(version, &backend, why);
     }
     callbacks::arm(l, obj);
-    let attach_oom: Attach = unsafe { std::mem::transmute::<usize, Attach>(entry(l.attach_oom_observer)) };
-    let attach_tracker: Attach = unsafe { std::mem::transmute::<usize, Attach>(entry(l.attach_trace_tracker)) };
+    let attach_oom: Attach =
+        unsafe { std::mem::transmute::<usize, Attach>(entry(l.attach_oom_observer)) };
+    let attach_tracker: Attach =
+        unsafe { std::mem::transmute::<usize, Attach>(entry(l.attach_trace_tracker)) };
     let mut observer = callbacks::StdFunction::oom_observer();
     let mut tracker = callbacks::StdFunction::trace_tracker();
     // SAFETY: see above; both temporaries outlive the calls, and destroying what is left of them
