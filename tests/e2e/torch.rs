@@ -59,6 +59,8 @@ fn tensors_by_the_line_that_holds_them_growth_given_back_and_oom_verdicts() {
     assert_eq!(t["state"], "on", "{t}");
     assert_eq!(t["version"], "2.11.0+standin");
     assert_eq!(t["backend"], "native");
+    // Held when the interpreter began to exit: its teardown then frees the clones.
+    assert_eq!(t["held_when"], "python_exit");
     let held = &t["held_at_end"];
     assert_eq!(
         (held["bytes"].as_u64(), held["count"].as_u64()),
@@ -72,14 +74,15 @@ fn tensors_by_the_line_that_holds_them_growth_given_back_and_oom_verdicts() {
         // The clone kept in the list, named at its own line (not at the temporaries before it).
         assert_eq!(
             python_frames(&sites[1]),
-            vec![here("step", 32), here("<module>", 61)]
+            vec![here("__init__", 35), here("step", 44), here("<module>", 73)]
         );
-        assert_eq!(python_frames(&sites[0])[1], here("fragment", 47));
+        assert_eq!(python_frames(&sites[0])[1], here("fragment", 59));
     }
     // Two layers, one truth: the segments are the driver's device memory, the blocks lie inside.
     let d = &t["devices"][0];
     assert_eq!(d["reserved_bytes"], 251658240);
-    assert_eq!(d["allocated_bytes"], 79692176);
+    assert_eq!(d["exit_allocated_bytes"], 79692176);
+    assert_eq!(d["allocated_bytes"], 62914560);
     assert_eq!(d["peak_reserved_bytes"], 251658240);
     assert_eq!(d["peak_allocated_bytes"], 205521296);
     assert_eq!(d["driver_bytes"], 251658240);
@@ -100,7 +103,7 @@ fn tensors_by_the_line_that_holds_them_growth_given_back_and_oom_verdicts() {
     );
     assert!(losses["from_time_s"].as_f64().unwrap() + 0.05 < peak_s && peak_s < gone_s);
     if exact {
-        assert_eq!(python_frames(losses)[0], here("train", 40));
+        assert_eq!(python_frames(losses)[0], here("train", 52));
     }
     let ooms = t["ooms"].as_array().expect("ooms");
     assert_eq!(ooms.len(), 2, "{ooms:?}");
@@ -124,8 +127,8 @@ fn tensors_by_the_line_that_holds_them_growth_given_back_and_oom_verdicts() {
     assert_eq!(cap["requested_bytes"], 1073741824);
     assert!(cap["text"].as_str().unwrap().contains("a smaller batch"));
     if exact {
-        assert_eq!(python_frames(frag)[0], here("fragment", 51));
-        assert_eq!(python_frames(cap)[0], here("capacity", 56));
+        assert_eq!(python_frames(frag)[0], here("fragment", 63));
+        assert_eq!(python_frames(cap)[0], here("capacity", 68));
     }
 }
 

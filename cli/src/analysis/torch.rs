@@ -65,11 +65,30 @@ pub struct Torch {
     pub ooms: Vec<OomAt>,
     /// Out-of-memory errors the trace tracker reported, used when no observer record exists.
     tracked_ooms: Vec<OomAt>,
+    /// What was held when the Python interpreter began to shut down: the program's end, before
+    /// the teardown of its globals freed the tensors they held.
+    pub at_exit: Option<AtExit>,
+}
+
+/// The allocator's state when the interpreter began to shut down.
+#[derive(Clone, Debug, Default)]
+pub struct AtExit {
+    pub t: u64,
+    /// Per GPU: (allocated, reserved).
+    pub devices: BTreeMap<i32, (u64, u64)>,
+    /// What each site held (all GPUs).
+    pub holders: HashMap<u32, SiteStats>,
 }
 
 impl Torch {
     /// One allocator event.
     pub fn event(&mut self, t: u64, tid: u32, e: &TorchEvent) {
+        if e.action == TorchAction::PythonExit {
+            if self.at_exit.is_none() {
+                self.at_exit = Some(self.snapshot(t));
+            }
+            return;
+        }
         let d = self.devices.entry(e.device).or_default();
         match e.action {
             TorchAction::Alloc => {
@@ -96,7 +115,7 @@ impl Torch {
                     }
                 }
             }
-            TorchAction::FreeRequested => {}
+            TorchAction::FreeRequested | TorchAction::PythonExit => {}
             TorchAction::SegmentAlloc | TorchAction::SegmentMap => {
                 if d.segments.insert(e.addr, e.size).is_none() {
                     d.reserved += e.size;
@@ -133,6 +152,24 @@ impl Torch {
         self.ooms.push(at);
     }
 
+    fn snapshot(&self, t: u64) -> AtExit {
+        let mut holders = HashMap::<u32, SiteStats>::default();
+        for d in self.devices.values() {
+            for (id, s) in held(&d.blocks) {
+                holders.entry(id).or_default().absorb(&s);
+            }
+        }
+        AtExit {
+            t,
+            devices: self
+                .devices
+                .iter()
+                .map(|(&id, d)| (id, (d.blocks.live_bytes, d.reserved)))
+                .collect(),
+            holders,
+        }
+    }
+
     /// Every out-of-memory error: the observer's, or the tracker's when there are none.
     pub fn all_ooms(&self) -> &[OomAt] {
         if self.ooms.is_empty() {
@@ -143,9 +180,9 @@ impl Torch {
     }
 }
 
-fn oom_at(t: u64, oom: TorchOom, d: &TorchDevice) -> OomAt {
-    let holders = d
-        .blocks
+/// What each site of `blocks` holds now (sites holding nothing left out).
+fn held(blocks: &Heap) -> HashMap<u32, SiteStats> {
+    blocks
         .sites()
         .iter()
         .filter(|(_, s)| s.live_bytes > 0)
@@ -159,7 +196,11 @@ fn oom_at(t: u64, oom: TorchOom, d: &TorchDevice) -> OomAt {
             };
             (id, held)
         })
-        .collect();
+        .collect()
+}
+
+fn oom_at(t: u64, oom: TorchOom, d: &TorchDevice) -> OomAt {
+    let holders = held(&d.blocks);
     OomAt {
         t,
         oom,

@@ -58,11 +58,28 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> TorchSection {
             driver_bytes,
             outside_bytes: driver_bytes.saturating_sub(d.reserved),
             peak_sites,
+            exit_allocated_bytes: None,
+            exit_reserved_bytes: None,
             allocated: series(&d.blocks.series),
             reserved: series(&d.reserved_series),
         });
     }
-    let merged = merge_sites(t.torch.devices.values().map(|d| d.blocks.sites()));
+    let merged = match &t.torch.at_exit {
+        Some(at) => {
+            out.held_when = "python_exit";
+            out.held_time_s = secs(at.t);
+            for d in &mut out.devices {
+                if let Some(&(allocated, reserved)) = at.devices.get(&d.device) {
+                    (d.exit_allocated_bytes, d.exit_reserved_bytes) = (Some(allocated), Some(reserved));
+                }
+            }
+            at.holders.clone()
+        }
+        None => {
+            out.held_time_s = secs(t.last_t);
+            merge_sites(t.torch.devices.values().map(|d| d.blocks.sites()))
+        }
+    };
     out.held_at_end = leak_class(t, sym, &merged);
     out.held_at_end
         .sites

@@ -16,7 +16,7 @@
 
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use memshim_trace::{Record, TorchAction, TorchEvent, TorchOom};
 
@@ -74,6 +74,8 @@ impl StdFunction {
 
 /// The layout the callbacks read, set once before they are attached (a `&'static Layout`).
 static LAYOUT: AtomicUsize = AtomicUsize::new(0);
+/// Set once the interpreter's shutdown was marked.
+static EXITING: AtomicBool = AtomicBool::new(false);
 /// The allocator object, for `cacheInfo` in the observer.
 static ALLOCATOR: AtomicUsize = AtomicUsize::new(0);
 
@@ -131,6 +133,18 @@ unsafe extern "C" fn on_trace_entry(_functor: *const [usize; 2], entry: *const u
             | TorchAction::SegmentFree
             | TorchAction::SegmentUnmap
     );
+    if !EXITING.load(Ordering::Relaxed) && crate::python::finalizing() {
+        EXITING.store(true, Ordering::Relaxed);
+        let mark = TorchEvent {
+            action: TorchAction::PythonExit,
+            device: device as i32,
+            addr: 0,
+            size: 0,
+            stream: 0,
+            stack: 0,
+        };
+        record(|| send_stacked(clock::monotonic_ns(), Record::Torch(mark), false));
+    }
     let event = TorchEvent {
         action,
         device: device as i32,

@@ -94,6 +94,9 @@ fn attempt() -> Attempt {
         SEARCHED_AT.store(stamp, Ordering::Relaxed);
         return Attempt::Later;
     };
+    if session::config().is_some_and(|c| !c.torch) {
+        return off("", "", "driver level only, because MEMSHIM_TORCH=0 turned it off".into());
+    }
     let version_py = match lib.path.rfind("/lib/") {
         Some(i) => format!("{}/version.py", &lib.path[..i]),
         None => return off("", "", format!("driver level only, because {} is not inside a torch package (no torch/version.py beside it)", lib.path)),

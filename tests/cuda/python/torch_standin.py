@@ -2,15 +2,16 @@
 memshim's e2e tests. STANDIN_TORCH_LIB names the stand-in's libc10_cuda.so; run with the stand-in
 driver on LD_LIBRARY_PATH and STANDIN_CUDA_MEM_BYTES=256M.
 
-    step       x and y (3 MiB each) are temporaries; the clone kept in `kept` (4 MiB + 100 B) at line 32
-               leaks: 4 steps hold 16777616 B at the end, in 4 tensors
-    train      8 losses of 2 MiB appended at line 40, 10 ms apart, then all released: growth to
+    step       x and y (3 MiB each) are temporaries; the clone kept in `kept` (4 MiB + 100 B) at line 44
+               leaks: 4 steps hold 16777616 B in 4 tensors until the interpreter exits, whose
+               teardown of `kept` frees them
+    train      8 losses of 2 MiB appended at line 52, 10 ms apart, then all released: growth to
                16 MiB, given back
-    fragment   30 blocks of 6 MiB at line 47; two of each three are freed. The cache then reserves
+    fragment   30 blocks of 6 MiB at line 59; two of each three are freed. The cache then reserves
                12 segments of 20 MiB (251658240 B) and holds 79692176 B of tensors (these 10 blocks,
                62914560 B, and the 4 clones), so 171966064 B are free, the largest free block 14 MiB:
                40 MiB fails with fragmentation
-    capacity   1 GiB at line 56 fails (the stand-in GPU has 256 MiB, 16 MiB of it free): capacity
+    capacity   1 GiB at line 68 fails (the stand-in GPU has 256 MiB, 16 MiB of it free): capacity
 
 Prints "hooks N" (trackers * 100 + observers the stand-in has attached) and "ok".
 """
@@ -26,10 +27,21 @@ MiB = 1 << 20
 kept = []
 
 
+class Tensor:
+    """Frees its block when collected, as a tensor does: at exit, clearing `kept` frees them."""
+
+    def __init__(self, size):
+        self.free = lib.standin_torch_free
+        self.ptr = lib.standin_torch_malloc(size)
+
+    def __del__(self):
+        self.free(self.ptr)
+
+
 def step():
     x = lib.standin_torch_malloc(3 * MiB)
     y = lib.standin_torch_malloc(3 * MiB)
-    kept.append(lib.standin_torch_malloc(4 * MiB + 100))
+    kept.append(Tensor(4 * MiB + 100))
     lib.standin_torch_free(x)
     lib.standin_torch_free(y)
 

@@ -26,6 +26,10 @@ pub enum TorchAction {
     SegmentUnmap,
     /// The allocator raised an out-of-memory error (`addr` is the driver's free bytes).
     Oom,
+    /// Not the allocator's: the Python interpreter had begun to shut down at this event (sent once,
+    /// just before it). Blocks freed from here are the exit's teardown of module globals, so what
+    /// was live here is what the program held at its end.
+    PythonExit,
 }
 
 /// One event of the allocator, recorded on the thread that caused it.

@@ -26,14 +26,18 @@ impl Text {
             t.backend.as_deref().unwrap_or("?")
         )?;
         for d in &t.devices {
+            let (allocated, reserved, when) = match (d.exit_allocated_bytes, d.exit_reserved_bytes) {
+                (Some(a), Some(r)) => (a, r, "at Python's exit"),
+                _ => (d.allocated_bytes, d.reserved_bytes, "at the end"),
+            };
             writeln!(
                 out,
-                "  GPU {}: allocated {} at the end, peak {} at {:.2} s; reserved {} at the end, peak {} at {:.2} s; outside the allocator {}",
+                "  GPU {}: allocated {} {when}, peak {} at {:.2} s; reserved {} {when}, peak {} at {:.2} s; outside the allocator {}",
                 d.device,
-                human_bytes(d.allocated_bytes),
+                human_bytes(allocated),
                 human_bytes(d.peak_allocated_bytes),
                 d.peak_allocated_time_s,
-                human_bytes(d.reserved_bytes),
+                human_bytes(reserved),
                 human_bytes(d.peak_reserved_bytes),
                 d.peak_reserved_time_s,
                 human_bytes(d.outside_bytes)
@@ -110,12 +114,16 @@ impl Text {
 
     fn held(&self, t: &TorchSection, out: &mut dyn Write) -> io::Result<()> {
         let c = &t.held_at_end;
+        let when = match t.held_when {
+            "python_exit" => format!("when Python began to exit ({:.2} s)", t.held_time_s),
+            _ => "at the end".to_string(),
+        };
         if c.count == 0 {
-            return writeln!(out, "  tensors held at the end: none");
+            return writeln!(out, "  tensors held {when}: none");
         }
         writeln!(
             out,
-            "  tensors held at the end: {} in {} tensors from {} sites",
+            "  tensors held {when}: {} in {} tensors from {} sites",
             human_bytes(c.bytes),
             c.count,
             c.sites.len()

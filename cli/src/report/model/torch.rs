@@ -19,8 +19,13 @@ pub struct TorchSection {
     /// One row per GPU.
     pub devices: Vec<TorchDeviceOut>,
     /// Tensor memory (live blocks) still held at the end, by the site that allocated it; sizes are
-    /// the bytes each tensor asked for.
+    /// the bytes each tensor asked for. For a Python program the end is when the interpreter began
+    /// to shut down (before clearing its globals freed what they held): see `held_when`.
     pub held_at_end: LeakClass,
+    /// "python_exit" (the interpreter began to shut down) or "trace_end" (the last event).
+    pub held_when: &'static str,
+    /// When, in seconds since start.
+    pub held_time_s: f64,
     /// Sites whose live tensor memory climbed over most of their life and was then given back.
     pub released_growth: Vec<ReleasedGrowth>,
     /// Sites whose live tensor memory kept climbing until the end.
@@ -39,6 +44,8 @@ impl Default for TorchSection {
             detail: None,
             devices: Vec::new(),
             held_at_end: LeakClass::default(),
+            held_when: "trace_end",
+            held_time_s: 0.0,
             released_growth: Vec::new(),
             growth: Vec::new(),
             ooms: Vec::new(),
@@ -55,6 +62,10 @@ pub struct TorchDeviceOut {
     pub allocated_bytes: u64,
     /// Reserved bytes at the end: the allocator's segments (`memory_reserved`).
     pub reserved_bytes: u64,
+    /// Allocated and reserved bytes when the Python interpreter began to shut down; null without
+    /// Python (or when it never shut down).
+    pub exit_allocated_bytes: Option<u64>,
+    pub exit_reserved_bytes: Option<u64>,
     pub peak_allocated_bytes: u64,
     pub peak_allocated_time_s: f64,
     pub peak_reserved_bytes: u64,
