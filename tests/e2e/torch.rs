@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::cuda::build;
 use crate::python::{interpreters, python_frames, run_python};
-use crate::report::{process_by_exe, report_json};
+use crate::report::{frames, process_by_exe, report_json};
 use crate::util::TestDir;
 
 /// Runs tests/cuda/python/torch_standin.py under memshim with the stand-in package `package`
@@ -78,6 +78,22 @@ fn tensors_by_the_line_that_holds_them_growth_given_back_and_oom_verdicts() {
         );
         assert_eq!(python_frames(&sites[0])[1], here("fragment", 59));
     }
+    // The native frames under the Python site are the allocator's own (a device allocation's
+    // stack), whatever host allocation reached the same line first.
+    let native: Vec<&str> = frames(&sites[1])
+        .iter()
+        .filter_map(|f| f["function"].as_str())
+        .collect();
+    assert!(
+        native
+            .iter()
+            .any(|n| n.contains("standin::Allocator::malloc")),
+        "{native:?}"
+    );
+    assert!(
+        !native.iter().any(|n| n.contains("operator new")),
+        "{native:?}"
+    );
     // Two layers, one truth: the segments are the driver's device memory, the blocks lie inside.
     let d = &t["devices"][0];
     assert_eq!(d["reserved_bytes"], 251658240);

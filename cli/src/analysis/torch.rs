@@ -289,8 +289,8 @@ mod tests {
         }
         let d = &t.devices[&0];
         assert_eq!(d.blocks.live_bytes, (2 << 20) + 512);
-        // 6 MiB then 4 MiB left: below half of 8 MiB at the third free (t = 33 leaves 2 MiB).
-        assert_eq!(d.releases[&5].released_t, Some(32));
+        // 6 MiB, then 4 MiB (half, not below it), then 2 MiB left: released at the third free.
+        assert_eq!(d.releases[&5].released_t, Some(33));
         t.event(
             40,
             9,

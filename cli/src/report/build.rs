@@ -128,8 +128,18 @@ pub fn leak_class(
     sym: &mut Symbolizer,
     sites: &HashMap<u32, SiteStats>,
 ) -> LeakClass {
+    leak_class_grouped(t, sym, sites, &t.py_groups)
+}
+
+/// As [`leak_class`], with the stacks of each Python location grouped as `groups` says.
+pub fn leak_class_grouped(
+    t: &Replayed,
+    sym: &mut Symbolizer,
+    sites: &HashMap<u32, SiteStats>,
+    groups: &HashMap<u32, u32>,
+) -> LeakClass {
     let sampled = t.heap.sample_bytes > 0;
-    let sites = &crate::analysis::python_sites::regroup(sites, &t.py_groups);
+    let sites = &crate::analysis::python_sites::regroup(sites, groups);
     let list: Vec<Site> = live_sites(sites)
         .into_iter()
         .map(|(id, s)| {

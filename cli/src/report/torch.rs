@@ -2,12 +2,12 @@
 //! holds them, reserved against allocated per GPU, and a verdict on every out-of-memory error.
 use rustc_hash::FxHashMap as HashMap;
 
-use super::build::{frames, leak_class};
+use super::build::{frames, leak_class_grouped};
 use super::model::{
     Finding, GrowthSite, ReleasedGrowth, Site, TorchDeviceOut, TorchOomOut, TorchSection,
 };
 use crate::analysis::growth::growing;
-use crate::analysis::python_sites::regroup;
+use crate::analysis::python_sites::{groups_by_weight, regroup};
 use crate::analysis::torch::{verdict, OomAt, TorchDevice, Verdict};
 use crate::analysis::{merge_sites, SiteStats};
 use crate::render::human_bytes;
@@ -42,9 +42,11 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> TorchSection {
     let series = |s: &crate::analysis::timeline::Series| -> Vec<(f64, u64)> {
         s.points().iter().map(|&(at, v)| (secs(at), v)).collect()
     };
+    let all = merge_sites(t.torch.devices.values().map(|d| d.blocks.sites()));
+    let groups = groups_by_weight(&t.stacks, &all);
     for (&id, d) in &t.torch.devices {
         let driver_bytes = t.device.devices.get(&id).map_or(0, |p| p.live_bytes);
-        let mut peak_sites = leak_class(t, sym, &d.blocks.peak_sites()).sites;
+        let mut peak_sites = leak_class_grouped(t, sym, &d.blocks.peak_sites(), &groups).sites;
         peak_sites.truncate(SITES);
         peak_sites.iter_mut().for_each(|s| s.estimated = None);
         out.devices.push(TorchDeviceOut {
@@ -70,34 +72,47 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> TorchSection {
             out.held_time_s = secs(at.t);
             for d in &mut out.devices {
                 if let Some(&(allocated, reserved)) = at.devices.get(&d.device) {
-                    (d.exit_allocated_bytes, d.exit_reserved_bytes) = (Some(allocated), Some(reserved));
+                    (d.exit_allocated_bytes, d.exit_reserved_bytes) =
+                        (Some(allocated), Some(reserved));
                 }
             }
             at.holders.clone()
         }
         None => {
             out.held_time_s = secs(t.last_t);
-            merge_sites(t.torch.devices.values().map(|d| d.blocks.sites()))
+            all.clone()
         }
     };
-    out.held_at_end = leak_class(t, sym, &merged);
+    out.held_at_end = leak_class_grouped(t, sym, &merged, &groups);
     out.held_at_end
         .sites
         .iter_mut()
         .for_each(|s| s.estimated = None);
     for (&id, d) in &t.torch.devices {
-        growth(t, sym, id, d, &mut out);
+        growth(t, sym, id, d, &groups, &mut out);
     }
-    out.ooms = t.torch.all_ooms().iter().map(|o| oom(t, sym, o)).collect();
+    out.ooms = t
+        .torch
+        .all_ooms()
+        .iter()
+        .map(|o| oom(t, sym, o, &groups))
+        .collect();
     findings(&mut out);
     out
 }
 
 /// Growth still climbing at the end, and growth given back (judged over the site's life up to
 /// when it gave the memory back).
-fn growth(t: &Replayed, sym: &mut Symbolizer, id: i32, d: &TorchDevice, out: &mut TorchSection) {
+fn growth(
+    t: &Replayed,
+    sym: &mut Symbolizer,
+    id: i32,
+    d: &TorchDevice,
+    groups: &HashMap<u32, u32>,
+    out: &mut TorchSection,
+) {
     let secs = |ns: u64| ns.saturating_sub(t.header.clock_start_ns) as f64 / 1e9;
-    let sites = regroup(d.blocks.sites(), &t.py_groups);
+    let sites = regroup(d.blocks.sites(), groups);
     for g in growing(
         sites.iter().map(|(k, v)| (*k, v)),
         d.blocks.last_t,
@@ -117,7 +132,7 @@ fn growth(t: &Replayed, sym: &mut Symbolizer, id: i32, d: &TorchDevice, out: &mu
     let mut released: HashMap<u32, u64> = HashMap::default();
     for (stack, r) in &d.releases {
         if let Some(at) = r.released_t {
-            let group = t.py_groups.get(stack).copied().unwrap_or(*stack);
+            let group = groups.get(stack).copied().unwrap_or(*stack);
             let e = released.entry(group).or_default();
             *e = (*e).max(at);
         }
@@ -150,11 +165,11 @@ fn growth(t: &Replayed, sym: &mut Symbolizer, id: i32, d: &TorchDevice, out: &mu
             });
         }
     }
-    list.sort_by(|a, b| b.peak_bytes.cmp(&a.peak_bytes));
+    list.sort_by_key(|g| std::cmp::Reverse(g.peak_bytes));
     out.released_growth.extend(list);
 }
 
-fn oom(t: &Replayed, sym: &mut Symbolizer, o: &OomAt) -> TorchOomOut {
+fn oom(t: &Replayed, sym: &mut Symbolizer, o: &OomAt, groups: &HashMap<u32, u32>) -> TorchOomOut {
     let secs = |ns: u64| ns.saturating_sub(t.header.clock_start_ns) as f64 / 1e9;
     let cache_free = o.reserved.saturating_sub(o.allocated);
     let v = verdict(o);
@@ -171,17 +186,26 @@ fn oom(t: &Replayed, sym: &mut Symbolizer, o: &OomAt) -> TorchOomOut {
             }
         ),
         Verdict::Capacity => format!(
-            "capacity: live tensors held {} and the request was {req}, with {} free on the device{}; a smaller batch, activation checkpointing or mixed precision",
+            "capacity: live tensors held {} and the request was {req}{}; a smaller batch, activation checkpointing or mixed precision",
             human_bytes(o.allocated),
-            human_bytes(o.oom.device_free),
-            if o.oom.device_total > 0 {
-                format!(" of {}", human_bytes(o.oom.device_total))
-            } else {
+            if o.oom.device_total == 0 {
                 String::new()
+            } else if o.oom.device_free > o.oom.device_total {
+                format!(
+                    ", against the {} PyTorch may use (a memory fraction; the driver had {} free)",
+                    human_bytes(o.oom.device_total),
+                    human_bytes(o.oom.device_free)
+                )
+            } else {
+                format!(
+                    ", with {} free of the GPU's {}",
+                    human_bytes(o.oom.device_free),
+                    human_bytes(o.oom.device_total)
+                )
             }
         ),
     };
-    let mut holders: Vec<Site> = leak_class(t, sym, &o.holders).sites;
+    let mut holders: Vec<Site> = leak_class_grouped(t, sym, &o.holders, groups).sites;
     holders.truncate(SITES);
     holders.iter_mut().for_each(|s| s.estimated = None);
     TorchOomOut {

@@ -137,6 +137,22 @@ mod tests {
     }
 
     #[test]
+    fn every_field_read_lies_inside_the_entry_and_is_aligned() {
+        for (_, l) in KNOWN {
+            for (off, size) in [
+                (l.action, 4),
+                (l.device, 1),
+                (l.addr, 8),
+                (l.stream, 8),
+                (l.size, 8),
+            ] {
+                assert!(off + size <= l.entry_size);
+                assert_eq!(off % size, 0);
+            }
+        }
+    }
+
+    #[test]
     fn actions_map_onto_the_record_kinds_and_skip_snapshots() {
         let l = known((2, 11)).unwrap();
         assert_eq!(action_index(&l, 0), Some(0));

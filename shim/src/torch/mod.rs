@@ -95,7 +95,11 @@ fn attempt() -> Attempt {
         return Attempt::Later;
     };
     if session::config().is_some_and(|c| !c.torch) {
-        return off("", "", "driver level only, because MEMSHIM_TORCH=0 turned it off".into());
+        return off(
+            "",
+            "",
+            "driver level only, because MEMSHIM_TORCH=0 turned it off".into(),
+        );
     }
     let version_py = match lib.path.rfind("/lib/") {
         Some(i) => format!("{}/version.py", &lib.path[..i]),
@@ -195,14 +199,15 @@ fn install(path: &str, segments: &[Segment], version: &str, l: &'static layout::
     type Initialized = unsafe extern "C" fn(usize) -> bool;
     type Name = unsafe extern "C" fn(*mut [usize; 4], usize) -> *mut c_void;
     type Attach = unsafe extern "C" fn(usize, *mut callbacks::StdFunction);
-    // SAFETY (this block and the calls below): each slot was checked to be code of libc10_cuda.so
-    // in the release whose layout `l` is; the signatures are those of the module note.
+    // SAFETY: each slot was checked to be code of libc10_cuda.so in the release whose layout `l`
+    // is; the signatures are those of the module note.
     let initialized: Initialized =
         unsafe { std::mem::transmute::<usize, Initialized>(entry(l.initialized)) };
-    // SAFETY: see above.
+    // SAFETY: `initialized` is the allocator's `bool initialized()`, `obj` its `this`.
     if !unsafe { initialized(obj) } {
         return Attempt::Later;
     }
+    // SAFETY: as for `initialized`: the slot of `std::string name()`.
     let name_fn: Name = unsafe { std::mem::transmute::<usize, Name>(entry(l.name)) };
     let mut s = [0usize; 4];
     // SAFETY: see above; `s` is a std::string's 32 bytes for the callee to construct.
@@ -217,8 +222,10 @@ fn install(path: &str, segments: &[Segment], version: &str, l: &'static layout::
         return off(version, &backend, why);
     }
     callbacks::arm(l, obj);
+    // SAFETY: as for `initialized`: the slots of the two attach functions.
     let attach_oom: Attach =
         unsafe { std::mem::transmute::<usize, Attach>(entry(l.attach_oom_observer)) };
+    // SAFETY: as above.
     let attach_tracker: Attach =
         unsafe { std::mem::transmute::<usize, Attach>(entry(l.attach_trace_tracker)) };
     let mut observer = callbacks::StdFunction::oom_observer();

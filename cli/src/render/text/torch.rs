@@ -26,7 +26,8 @@ impl Text {
             t.backend.as_deref().unwrap_or("?")
         )?;
         for d in &t.devices {
-            let (allocated, reserved, when) = match (d.exit_allocated_bytes, d.exit_reserved_bytes) {
+            let (allocated, reserved, when) = match (d.exit_allocated_bytes, d.exit_reserved_bytes)
+            {
                 (Some(a), Some(r)) => (a, r, "at Python's exit"),
                 _ => (d.allocated_bytes, d.reserved_bytes, "at the end"),
             };
