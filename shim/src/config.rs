@@ -168,7 +168,10 @@ impl Config {
             }),
         };
         Config {
-            output_dir: get("MEMSHIM_OUTPUT").unwrap_or_default(),
+            // Resolved now: the program may chdir before a fork child creates its trace.
+            output_dir: crate::output::absolute_dir(&get("MEMSHIM_OUTPUT").unwrap_or_default())
+                .map(|d| d.to_string_lossy().into_owned())
+                .unwrap_or_default(),
             unwind,
             sample_bytes,
             sample_thin,
@@ -249,7 +252,9 @@ mod tests {
         assert_eq!(c.stack_depth, 64);
         assert!(c.heap && c.mmap && c.symbolize && !c.quiet && !c.disabled);
         assert_eq!(c.compress, Some(3));
-        assert_eq!(c.output_dir, "");
+        // The working directory at start, so a later chdir moves nothing.
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(c.output_dir, cwd.to_string_lossy());
         assert!(c.warnings.is_empty());
     }
 

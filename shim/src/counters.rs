@@ -44,14 +44,26 @@ fn events() -> Vec<(&'static str, Kind)> {
     ]
 }
 
+/// Below this soft `RLIMIT_NOFILE` no counter is opened.
+const MIN_NOFILE: u64 = 64;
+
 /// Opens and starts every counter on the calling thread (the main thread, at start), with
 /// `inherit` (failures are kept, to be reported).
 pub fn open() {
+    // Each counter holds a descriptor for the whole run: with few to spare, they would be the
+    // program's (a daemon that runs with RLIMIT_NOFILE at 4 must still be able to open its file).
+    let spare = crate::sys::nofile_limit().is_none_or(|n| n >= MIN_NOFILE);
     let opened = events()
         .into_iter()
         .map(|(name, kind)| Opened {
             name,
-            counter: start(kind).map_err(|e| reason(&e)),
+            counter: if spare {
+                start(kind).map_err(|e| reason(&e))
+            } else {
+                Err(format!(
+                    "not opened: RLIMIT_NOFILE is below {MIN_NOFILE}, too few descriptors to spare"
+                ))
+            },
         })
         .collect();
     let _ = COUNTERS.set(Mutex::new(opened));

@@ -113,7 +113,7 @@ pub fn tid() -> u32 {
 }
 
 /// Bytes of stack left below the caller, `None` when the thread's stack bounds cannot be read. The
-/// bounds are read once per thread (`pthread_getattr_np` may allocate: call it inside the guard).
+/// bounds are read once per thread, from the kernel (see `stack_bounds`).
 #[inline]
 pub fn stack_room() -> Option<usize> {
     let key = STACK_LOW.load(Ordering::Acquire);
@@ -122,28 +122,13 @@ pub fn stack_room() -> Option<usize> {
     }
     let mut low = get(key);
     if low == 0 {
-        low = stack_low().unwrap_or(UNKNOWN_STACK);
+        let here = &low as *const usize as usize;
+        let main_thread = tid() == crate::sys::getpid();
+        low = crate::stack_bounds::stack_low(here, main_thread).unwrap_or(UNKNOWN_STACK);
         set(key, low);
     }
     let here = &low as *const usize as usize;
     (low != UNKNOWN_STACK).then(|| here.saturating_sub(low))
-}
-
-/// The lowest address of the calling thread's stack.
-fn stack_low() -> Option<usize> {
-    // SAFETY: `attr` is initialised by pthread_getattr_np before it is read and destroyed after;
-    // the out-pointers are valid.
-    unsafe {
-        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
-        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
-            return None;
-        }
-        let mut addr: *mut libc::c_void = std::ptr::null_mut();
-        let mut size: libc::size_t = 0;
-        let ok = libc::pthread_attr_getstack(&attr, &mut addr, &mut size) == 0;
-        libc::pthread_attr_destroy(&mut attr);
-        (ok && !addr.is_null()).then_some(addr as usize)
-    }
 }
 
 /// Forgets the cached thread id (after fork the surviving thread has a new one).

@@ -3,6 +3,7 @@
 use std::ffi::CString;
 use std::fs::File;
 use std::io::{self, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -11,43 +12,139 @@ use memshim_trace::FILE_EXTENSION;
 use crate::rank::host_for_file_name;
 use crate::sys;
 
-/// The open trace file. Before each write it checks that its descriptor still refers to the file it
-/// created: a program that closes every descriptor (a daemon) and opens one of its own may be given
-/// the same number, and the shim must never write into the program's file.
+/// The trace file. Its descriptor sits high in the table (`sys::move_high`) and is known to
+/// `owned_fds`: a program that closes every descriptor takes it back, and then each frame reopens
+/// the file by its path (append-only, never following a symlink), checks that it is still the file
+/// the shim created (device, inode and length), writes and closes it. So the shim never writes a
+/// file of the program's, never closes a descriptor that has become the program's, and needs no
+/// descriptor of its own between frames. When even a brief descriptor cannot be had (a program
+/// at its `RLIMIT_NOFILE`), frames wait in memory for the next chance, the last chance being the end.
 pub struct TraceFile {
-    file: File,
+    path: CString,
+    held: Option<OwnedFd>,
     dev: u64,
     ino: u64,
+    /// Bytes on disk so far: a file that took the trace's name and a freed inode number has
+    /// another length.
+    len: u64,
+    /// Frames that could not be written yet for want of a descriptor.
+    pending: Vec<u8>,
 }
 
+/// Below this soft `RLIMIT_NOFILE` the trace keeps no descriptor open.
+const MIN_NOFILE: u64 = 64;
+
+/// Frames kept in memory while no descriptor can be had, at most.
+const MAX_PENDING: usize = 64 << 20;
+
 impl TraceFile {
-    fn new(file: File) -> io::Result<TraceFile> {
-        let m = file.metadata()?;
+    fn new(path: CString, fd: OwnedFd) -> io::Result<TraceFile> {
+        let fd = sys::move_high(fd);
+        let (dev, ino) = sys::file_id(fd.as_raw_fd())
+            .ok_or_else(|| io::Error::other("cannot read the trace file's identity"))?;
+        // With few descriptors to spare, none is kept: each frame opens the file for a moment.
+        let spare = sys::nofile_limit().is_none_or(|n| n >= MIN_NOFILE);
+        let held = (spare
+            && crate::owned_fds::claim(fd.as_raw_fd(), crate::owned_fds::Owner::Trace))
+        .then_some(fd);
         Ok(TraceFile {
-            dev: m.dev(),
-            ino: m.ino(),
-            file,
+            path,
+            held,
+            dev,
+            ino,
+            len: 0,
+            pending: Vec::new(),
         })
     }
 
-    fn still_ours(&self) -> io::Result<()> {
-        match self.file.metadata() {
-            Ok(m) if m.dev() == self.dev && m.ino() == self.ino => Ok(()),
-            _ => Err(io::Error::other(
-                "the program closed the trace file's descriptor (and may have reused it); nothing more is written",
-            )),
+    fn is_ours(&self, fd: i32) -> bool {
+        // The length is not asked here: the descriptor was never released, so it is the file.
+        sys::file_id(fd) == Some((self.dev, self.ino))
+    }
+
+    /// Writes `buf` whole through the held descriptor, or a reopened one.
+    fn write_now(&mut self, buf: &[u8]) -> io::Result<()> {
+        if let Some(fd) = &self.held {
+            let raw = fd.as_raw_fd();
+            if crate::owned_fds::holds(raw, crate::owned_fds::Owner::Trace) && self.is_ours(raw) {
+                sys::write_all(raw, buf)?;
+                self.len += buf.len() as u64;
+                return Ok(());
+            }
+            // Released by the program: the number is not ours to close any more.
+            if let Some(fd) = self.held.take() {
+                std::mem::forget(fd);
+            }
         }
+        let file = File::from(sys::open_append(&self.path)?);
+        match file.metadata() {
+            Ok(m) if m.dev() == self.dev && m.ino() == self.ino && m.len() == self.len => {}
+            _ => {
+                return Err(io::Error::other(
+                    "the trace file was replaced by another file; nothing more is written",
+                ))
+            }
+        }
+        sys::write_all(file.as_raw_fd(), buf)?;
+        self.len += buf.len() as u64;
+        Ok(())
+    }
+
+    /// Writes what waited in memory, then `buf`; keeps both waiting when no descriptor is free.
+    fn write_or_keep(&mut self, buf: &[u8]) -> io::Result<()> {
+        if !self.pending.is_empty() {
+            let pending = std::mem::take(&mut self.pending);
+            if let Err(e) = self.write_now(&pending) {
+                self.pending = pending;
+                return self.keep(buf, e);
+            }
+        }
+        match self.write_now(buf) {
+            Ok(()) => Ok(()),
+            Err(e) => self.keep(buf, e),
+        }
+    }
+
+    fn keep(&mut self, buf: &[u8], e: io::Error) -> io::Result<()> {
+        let no_descriptor = matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE));
+        if !no_descriptor || self.pending.len() + buf.len() > MAX_PENDING {
+            return Err(e);
+        }
+        self.pending.extend_from_slice(buf);
+        Ok(())
     }
 }
 
 impl Write for TraceFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.still_ours()?;
-        self.file.write(buf)
+        self.write_or_keep(buf).map(|()| buf.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.file.flush()
+        Ok(())
+    }
+}
+
+impl Drop for TraceFile {
+    fn drop(&mut self) {
+        if !self.pending.is_empty() {
+            // The last chance: the program is ending; a descriptor above its soft limit may be had.
+            let pending = std::mem::take(&mut self.pending);
+            let wrote = sys::with_nofile_raised(|| self.write_now(&pending));
+            if let Err(e) = wrote {
+                crate::session::warn(&format!(
+                    "{} bytes of the trace could not be written to {}: {e}",
+                    pending.len(),
+                    self.path.to_string_lossy()
+                ));
+            }
+        }
+        if let Some(fd) = self.held.take() {
+            if !crate::owned_fds::holds(fd.as_raw_fd(), crate::owned_fds::Owner::Trace) {
+                // The program took the number back: closing it would close the program's file.
+                std::mem::forget(fd);
+            }
+        }
     }
 }
 
@@ -60,11 +157,7 @@ pub fn create(
     pid: u32,
     rank: Option<(&str, u32)>,
 ) -> Result<(TraceFile, PathBuf), String> {
-    let dir = if dir.is_empty() {
-        std::env::current_dir().map_err(|e| format!("cannot find the current directory: {e}"))?
-    } else {
-        PathBuf::from(dir)
-    };
+    let dir = absolute_dir(dir)?;
     if !dir.is_dir() {
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create the output directory {}: {e}", dir.display()))?;
@@ -84,7 +177,7 @@ pub fn create(
             .map_err(|_| format!("the output path {} contains a NUL byte", path.display()))?;
         match sys::create_exclusive(&c) {
             Ok(fd) => {
-                let file = TraceFile::new(File::from(fd))
+                let file = TraceFile::new(c, fd)
                     .map_err(|e| format!("cannot use the trace file {}: {e}", path.display()))?;
                 return Ok((file, path));
             }
@@ -101,6 +194,22 @@ pub fn create(
         "cannot create a trace file in {}: 1000 names for pid {pid} are taken",
         dir.display()
     ))
+}
+
+/// The output directory as an absolute path, resolved against the working directory of the moment
+/// (the shim resolves `MEMSHIM_OUTPUT` once at start, so a program's later `chdir` moves nothing).
+pub fn absolute_dir(dir: &str) -> Result<PathBuf, String> {
+    let dir = Path::new(dir);
+    if dir.as_os_str().is_empty() {
+        return std::env::current_dir()
+            .map_err(|e| format!("cannot find the current directory: {e}"));
+    }
+    if dir.is_absolute() {
+        return Ok(dir.to_path_buf());
+    }
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot find the current directory: {e}"))?;
+    Ok(cwd.join(dir))
 }
 
 /// A file-name-safe short form of the executable's name.
@@ -170,27 +279,49 @@ mod tests {
 #[cfg(test)]
 mod reuse_tests {
     use super::*;
-    use std::os::fd::AsRawFd;
 
     #[test]
-    fn a_reused_descriptor_is_never_written() {
+    fn the_trace_stays_out_of_the_programs_descriptors_and_files() {
         let dir = std::env::temp_dir().join(format!("memshim-reuse-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let (mut f, _path) = create(dir.to_str().unwrap(), "/bin/prog", 8, None).unwrap();
-        // The program closes the descriptor and opens its own file, which gets the same number.
-        let fd = f.file.as_raw_fd();
-        let other = dir.join("program.log");
-        std::fs::write(&other, b"log\n").unwrap();
-        let theirs = File::options().append(true).open(&other).unwrap();
-        // SAFETY: test-only: dup2 onto our own descriptor, as a daemon's close-and-open would.
-        #[allow(unsafe_code)]
-        unsafe {
-            libc::dup2(theirs.as_raw_fd(), fd)
-        };
-        let err = f.write_all(b"frame").unwrap_err();
-        assert!(err.to_string().contains("closed the trace file"), "{err}");
-        assert_eq!(std::fs::read(&other).unwrap(), b"log\n");
+        let probe = File::open("/dev/null").unwrap();
+        let lowest = probe.as_raw_fd();
+        drop(probe);
+        let (mut f, path) = create(dir.to_str().unwrap(), "/bin/prog", 8, None).unwrap();
+        // The trace's descriptor sits high: the program's next open gets the same number as before.
+        let probe = File::open("/dev/null").unwrap();
+        assert_eq!(probe.as_raw_fd(), lowest);
+        drop(probe);
+        f.write_all(b"frame1").unwrap();
+        // The program closes the trace's descriptor (as a daemon closing everything would).
+        let held = f.held.as_ref().unwrap().as_raw_fd();
+        assert!(held > lowest + 8, "{held}");
+        crate::owned_fds::released(held, held);
+        f.write_all(b"frame2").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"frame1frame2");
+        // The file is replaced (removed, and a file of the program's takes its name, often with the
+        // inode number just freed).
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, b"log\n").unwrap();
+        let err = f.write_all(b"frame3").unwrap_err();
+        assert!(err.to_string().contains("replaced"), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"log\n");
+        // A symlink planted at the path is never followed.
+        std::fs::remove_file(&path).unwrap();
+        let victim = dir.join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        assert!(f.write_all(b"frame4").is_err());
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_relative_directory_is_resolved_once() {
+        let abs = absolute_dir("traces").unwrap();
+        assert!(abs.is_absolute());
+        assert_eq!(abs, std::env::current_dir().unwrap().join("traces"));
+        assert_eq!(absolute_dir("/x/y").unwrap(), PathBuf::from("/x/y"));
     }
 }

@@ -27,9 +27,15 @@ pub struct Kind {
 }
 
 /// An open counter.
+///
+/// Its descriptor sits high in the descriptor table (see `sys::move_high`), and before each read it
+/// is checked to be the same perf event file: a program that closed every descriptor and opened its
+/// own may hold that number now, and the shim must never read (consume) a file of the program's.
+/// A counter found replaced is never closed either: the number is the program's.
 #[derive(Debug)]
 pub struct Counter {
-    fd: OwnedFd,
+    fd: std::mem::ManuallyDrop<OwnedFd>,
+    id: (u64, u64),
 }
 
 impl Counter {
@@ -52,12 +58,31 @@ impl Counter {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: a descriptor the kernel just returned, owned by nothing else.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        Ok(Counter { fd })
+        let fd = crate::sys::move_high(unsafe { OwnedFd::from_raw_fd(fd) });
+        let id = crate::sys::file_id(fd.as_raw_fd())
+            .ok_or_else(|| io::Error::other("cannot identify the counter's descriptor"))?;
+        if !crate::owned_fds::claim(fd.as_raw_fd(), crate::owned_fds::Owner::Counter) {
+            return Err(io::Error::other("too many descriptors kept by the shim"));
+        }
+        Ok(Counter {
+            fd: std::mem::ManuallyDrop::new(fd),
+            id,
+        })
+    }
+
+    fn still_ours(&self) -> bool {
+        let fd = self.fd.as_raw_fd();
+        crate::owned_fds::holds(fd, crate::owned_fds::Owner::Counter)
+            && crate::sys::file_id(fd) == Some(self.id)
     }
 
     /// The total so far (with `inherit`, the opening thread's and its children's as they run).
     pub fn read(&self) -> io::Result<u64> {
+        if !self.still_ours() {
+            return Err(io::Error::other(
+                "the program closed the counter's descriptor while it ran",
+            ));
+        }
         let mut value = 0u64;
         // SAFETY: reads at most 8 bytes into a u64 this function owns.
         let n = unsafe {
@@ -71,6 +96,15 @@ impl Counter {
             8 => Ok(value),
             n if n < 0 => Err(io::Error::last_os_error()),
             _ => Err(io::Error::new(io::ErrorKind::UnexpectedEof, "a short read")),
+        }
+    }
+}
+
+impl Drop for Counter {
+    fn drop(&mut self) {
+        if self.still_ours() {
+            // SAFETY: dropped once, here; the descriptor is still the counter's own.
+            unsafe { std::mem::ManuallyDrop::drop(&mut self.fd) };
         }
     }
 }

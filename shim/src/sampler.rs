@@ -36,6 +36,9 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
             if sys::getpid() != pid {
                 return;
             }
+            if crate::threads::program_gone() {
+                crate::threads::exit_as_last_thread();
+            }
             if !poller && crate::cuda::record::used() && crate::session::cuda_enabled() {
                 poller = true;
                 if let Err(e) = crate::cuda::poller::spawn(tx.clone(), pid) {

@@ -330,6 +330,7 @@ pub fn after_failed_exec(closed: bool) {
 /// Runs in the child after fork: the parent's channel and threads are not ours; start afresh lazily.
 extern "C" fn after_fork_in_child() {
     crate::guard::reset_tid();
+    crate::threads::after_fork_in_child();
     crate::heap_counts::after_fork_in_child();
     if matches!(STATE.load(Ordering::Relaxed), RUNNING | PENDING | STARTING) {
         SENDER.store(std::ptr::null_mut(), Ordering::Relaxed);
@@ -340,6 +341,12 @@ extern "C" fn after_fork_in_child() {
         crate::python::after_fork();
         STATE.store(PENDING, Ordering::Release);
     }
+}
+
+/// In a process made by a raw `clone` or `SYS_fork`, which runs no fork handler: the same fresh
+/// start as a fork child's.
+pub fn after_raw_fork() {
+    after_fork_in_child();
 }
 
 /// Prints `memshim[pid]: msg` on stderr, once per process for warnings.

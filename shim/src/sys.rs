@@ -68,6 +68,153 @@ pub fn create_exclusive(path: &CStr) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Opens an existing file for appending, never following a symlink at its last component.
+pub fn open_append(path: &CStr) -> io::Result<OwnedFd> {
+    // SAFETY: `path` is NUL-terminated; the flags are plain integers.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_WRONLY | libc::O_APPEND | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just opened and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The soft `RLIMIT_NOFILE`, `None` when it cannot be read or is unlimited.
+pub fn nofile_limit() -> Option<u64> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `r` is a valid, writable rlimit.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0;
+    (ok && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur)
+}
+
+/// Moves a descriptor the shim keeps open to a high number (close-on-exec), out of the range a
+/// program's own `open`s take and out of its way when it lowers `RLIMIT_NOFILE` later: a
+/// descriptor above the limit stays valid, and the lowest free numbers stay the program's. Keeps
+/// the original when no higher number can be had.
+pub fn move_high(fd: OwnedFd) -> OwnedFd {
+    use std::os::fd::AsRawFd;
+    let floor = high_floor();
+    if floor <= fd.as_raw_fd() {
+        return fd;
+    }
+    // SAFETY: F_DUPFD_CLOEXEC on a descriptor we own returns a new one or -1.
+    let high = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, floor) };
+    if high < 0 {
+        return fd;
+    }
+    // SAFETY: `high` was just made and is owned by nobody else; `fd` is closed by its drop.
+    unsafe { OwnedFd::from_raw_fd(high) }
+}
+
+/// Runs `f` with every free descriptor below [`high_floor`] taken (by duplicates of `/dev/null`,
+/// released after), so that whatever `f` opens lands high, out of the program's way; returns what
+/// `f` returned and the lowest descriptor number that was free for it.
+pub fn with_low_descriptors_taken<T>(f: impl FnOnce() -> T) -> (T, libc::c_int) {
+    let floor = high_floor();
+    let mut taken: Vec<OwnedFd> = Vec::new();
+    // SAFETY: a NUL-terminated path and plain flags.
+    let null = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if null >= 0 {
+        // SAFETY: just opened, owned by nobody else.
+        taken.push(unsafe { OwnedFd::from_raw_fd(null) });
+        let mut last = null;
+        while last < floor - 1 {
+            // SAFETY: F_DUPFD_CLOEXEC on a descriptor we own returns a new one or -1.
+            let d = unsafe { libc::fcntl(null, libc::F_DUPFD_CLOEXEC, 0) };
+            if d < 0 {
+                break;
+            }
+            // SAFETY: just made, owned by nobody else.
+            taken.push(unsafe { OwnedFd::from_raw_fd(d) });
+            last = d;
+        }
+    }
+    let next = taken
+        .iter()
+        .map(std::os::fd::AsRawFd::as_raw_fd)
+        .max()
+        .map_or(0, |m| m + 1);
+    let out = f();
+    drop(taken);
+    (out, next)
+}
+
+/// Where the descriptors the shim keeps are put: near the top of the usual 1024 (or of a lower
+/// limit), never so high that the kernel grows a huge descriptor table.
+pub fn high_floor() -> libc::c_int {
+    let limit = nofile_limit().unwrap_or(1024);
+    (limit.min(1024) as libc::c_int).saturating_sub(32).max(3)
+}
+
+/// Whether `fd` is open and is a pipe.
+pub fn is_pipe(fd: libc::c_int) -> bool {
+    // SAFETY: an all-zero stat is a valid out-buffer, written by fstat.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is valid and writable; fstat on any number is safe (EBADF when not open).
+    (unsafe { libc::fstat(fd, &mut st) } == 0) && st.st_mode & libc::S_IFMT == libc::S_IFIFO
+}
+
+/// The device and inode of an open descriptor, `None` when it is not open.
+pub fn file_id(fd: libc::c_int) -> Option<(u64, u64)> {
+    // SAFETY: an all-zero stat is a valid out-buffer, written by fstat.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is valid and writable; fstat on any number is safe (EBADF when not open).
+    (unsafe { libc::fstat(fd, &mut st) } == 0).then_some((st.st_dev, st.st_ino))
+}
+
+/// Writes all of `buf` to `fd`, retrying on EINTR and short writes.
+pub fn write_all(fd: libc::c_int, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        // SAFETY: `buf` is a valid buffer of the length passed.
+        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+        if n < 0 {
+            if errno() == libc::EINTR {
+                continue;
+            }
+            return Err(io::Error::last_os_error());
+        }
+        if n == 0 {
+            return Err(io::Error::from(io::ErrorKind::WriteZero));
+        }
+        buf = &buf[n as usize..];
+    }
+    Ok(())
+}
+
+/// Runs `f` with the soft `RLIMIT_NOFILE` raised to the hard one, then puts it back: for the very
+/// end of a process that sits at its soft limit, when the shim needs one descriptor for a moment.
+pub fn with_nofile_raised<T>(f: impl FnOnce() -> T) -> T {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `r` is a valid, writable rlimit.
+    let read = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0;
+    let raise = read && r.rlim_cur < r.rlim_max;
+    if raise {
+        let up = libc::rlimit {
+            rlim_cur: r.rlim_max,
+            rlim_max: r.rlim_max,
+        };
+        // SAFETY: a valid rlimit value; raising the soft limit up to the hard one is always allowed.
+        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &up) };
+    }
+    let out = f();
+    if raise {
+        // SAFETY: as above; this puts back the value read before.
+        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) };
+    }
+    out
+}
+
 /// Writes a whole message to stderr without allocating or locking (stderr may be in use by the host).
 pub fn write_stderr(msg: &[u8]) {
     let mut rest = msg;
@@ -111,6 +258,50 @@ pub fn errno() -> i32 {
 pub fn set_errno(e: i32) {
     // SAFETY: as in `errno`.
     unsafe { *libc::__errno_location() = e };
+}
+
+/// A file descriptor read with plain system calls (no `FILE`, no allocation), closed on drop.
+pub struct RawFile(libc::c_int);
+
+impl RawFile {
+    /// Opens `path` for reading, close-on-exec.
+    pub fn open_read(path: &CStr) -> Option<RawFile> {
+        // SAFETY: `path` is NUL-terminated; the flags are plain integers.
+        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        (fd >= 0).then_some(RawFile(fd))
+    }
+
+    /// Reads into `buf`, retrying on EINTR; `Some(0)` at the end of the file.
+    pub fn read(&self, buf: &mut [u8]) -> Option<usize> {
+        loop {
+            // SAFETY: `buf` is writable for its whole length, which is passed.
+            let n = unsafe { libc::read(self.0, buf.as_mut_ptr().cast(), buf.len()) };
+            if n >= 0 {
+                return Some(n as usize);
+            }
+            if errno() != libc::EINTR {
+                return None;
+            }
+        }
+    }
+}
+
+impl Drop for RawFile {
+    fn drop(&mut self) {
+        // SAFETY: the descriptor was opened by `open_read` and is closed once, here.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+/// The soft `RLIMIT_STACK` in bytes, `None` when unlimited.
+pub fn stack_rlimit() -> Option<usize> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `r` is a valid, writable rlimit.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut r) } == 0;
+    (ok && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur as usize)
 }
 
 /// Reads a whole small file under /proc.

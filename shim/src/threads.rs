@@ -10,6 +10,7 @@
 use std::ffi::{c_void, CStr};
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use crossbeam_channel::{Sender, TrySendError};
@@ -18,13 +19,64 @@ use crate::msg::Msg;
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
+/// The shim's helper threads alive in this process.
+static LIVE: AtomicU32 = AtomicU32::new(0);
+
 extern "C" fn start(arg: *mut c_void) -> *mut c_void {
     crate::guard::mark_thread_untraced();
     // SAFETY: `arg` is the Box<Job> leaked by `spawn`, handed to this thread alone.
     let job = unsafe { Box::from_raw(arg as *mut Job) };
     // A panic must not take the host down with it; the channel's disconnection tells producers.
     let _ = catch_unwind(AssertUnwindSafe(job));
+    LIVE.fetch_sub(1, Ordering::AcqRel);
     std::ptr::null_mut()
+}
+
+/// In a fork child: the parent's helper threads were not copied.
+pub fn after_fork_in_child() {
+    LIVE.store(0, Ordering::Relaxed);
+}
+
+/// The main thread's state letter and the process's thread count, from `/proc/self/stat`.
+fn main_state_and_threads() -> Option<(u8, u32)> {
+    let stat = crate::sys::read_proc("/proc/self/stat")?;
+    // The command name may hold anything, parentheses included: the fields start after the last ')'.
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let mut fields = stat[close + 1..]
+        .split(|&b| b == b' ')
+        .filter(|f| !f.is_empty());
+    let state = *fields.next()?.first()?;
+    // num_threads is field 20 of the whole line; state was field 3.
+    let threads = fields.nth(16)?;
+    let threads = std::str::from_utf8(threads).ok()?.parse().ok()?;
+    Some((state, threads))
+}
+
+/// True when every program thread has ended and only the shim's helpers keep the process alive:
+/// the main thread is a zombie (it left with `pthread_exit`, or a raw `clone` child's function
+/// returned) and no other thread is the program's. glibc ends such a process with `exit(0)` when its
+/// last thread leaves, a count the helpers keep from reaching zero; and as they block every signal,
+/// nothing could be delivered to it either.
+pub fn program_gone() -> bool {
+    main_state_and_threads()
+        .is_some_and(|(state, n)| state == b'Z' && n <= LIVE.load(Ordering::Acquire) + 1)
+}
+
+/// True when the calling thread is the program's only one.
+pub fn caller_alone() -> bool {
+    main_state_and_threads().is_some_and(|(_, n)| n <= LIVE.load(Ordering::Acquire) + 1)
+}
+
+/// Ends the process as glibc does when its last thread leaves: `exit(0)`, running the program's
+/// exit handlers (and the shim's own, which close the trace).
+pub fn exit_as_last_thread() -> ! {
+    // SAFETY: exit may be called from any thread; the shim's threads hold no lock here.
+    unsafe { libc::exit(0) }
+}
+
+/// Ends the process at once with `status`, as the kernel does when the last thread leaves.
+pub fn exit_group(status: i32) -> ! {
+    crate::real::underscore_exit(status)
 }
 
 /// Starts a detached, untraced thread named `name` (at most 15 bytes) running `job`.
@@ -32,10 +84,12 @@ pub fn spawn(name: &CStr, job: impl FnOnce() + Send + 'static) -> io::Result<()>
     let boxed: Box<Job> = Box::new(Box::new(job));
     let arg = Box::into_raw(boxed) as *mut c_void;
     let mut tid: libc::pthread_t = 0;
+    LIVE.fetch_add(1, Ordering::AcqRel);
     // SAFETY: valid out-pointer, default attributes, a start routine of the right signature and an
     // argument it owns from here on.
     let rc = unsafe { libc::pthread_create(&mut tid, std::ptr::null(), start, arg) };
     if rc != 0 {
+        LIVE.fetch_sub(1, Ordering::AcqRel);
         // SAFETY: the thread was not created, so the box is still ours.
         drop(unsafe { Box::from_raw(arg as *mut Job) });
         return Err(io::Error::from_raw_os_error(rc));

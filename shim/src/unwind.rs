@@ -5,6 +5,11 @@
 //! `backtrace` never interpose on the program's); otherwise, or with `MEMSHIM_UNWIND=gcc`, stacks come
 //! from libgcc as before.
 //!
+//! libunwind keeps a pipe open for the whole run, through which it tests addresses before reading
+//! them. The shim opens it at start, high in the descriptor table, and once the program closes it
+//! (a daemon closing every descriptor) libunwind is never called again: it would read from, write
+//! to and close numbers that may be the program's files by then.
+//!
 //! # Safety
 //! `UNW_BACKTRACE` only ever holds the address of libunwind's `unw_backtrace(void **, int) -> int`,
 //! found by dlsym in a library that is never unloaded; it writes at most `size` pointers to `buffer`.
@@ -13,6 +18,7 @@
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::owned_fds::{self, Owner};
 use crate::real;
 
 static UNW_BACKTRACE: AtomicUsize = AtomicUsize::new(0);
@@ -33,9 +39,28 @@ pub fn init(mode: &str) -> bool {
         return false;
     }
     let f = real::dlsym(h, c"unw_backtrace");
+    if f.is_null() || crate::sys::nofile_limit().is_some_and(|n| n < MIN_NOFILE) {
+        return false;
+    }
     UNW_BACKTRACE.store(f as usize, Ordering::Release);
-    !f.is_null()
+    // libunwind opens a pipe at its first use (to test addresses before it reads them): open it
+    // now, while the low descriptors are taken, so it lands high, and note its two ends.
+    let ((), pipe) = crate::sys::with_low_descriptors_taken(|| {
+        let mut buf = [0u64; 4];
+        backtrace(&mut buf);
+    });
+    for fd in [pipe, pipe + 1] {
+        if crate::sys::is_pipe(fd) && !owned_fds::claim(fd, Owner::Unwinder) {
+            UNW_BACKTRACE.store(0, Ordering::Release);
+            return false;
+        }
+    }
+    true
 }
+
+/// Below this soft `RLIMIT_NOFILE` libunwind is not used: its pipe would take two of the few
+/// descriptors the program has.
+const MIN_NOFILE: u64 = 64;
 
 /// Fills `buf` with the calling thread's return addresses (the innermost is this function's caller's
 /// own pc), or `None` when the fast unwinder is not loaded. The addresses are written as `u64`s, so
@@ -43,7 +68,8 @@ pub fn init(mode: &str) -> bool {
 #[inline]
 pub fn backtrace(buf: &mut [u64]) -> Option<usize> {
     let f = UNW_BACKTRACE.load(Ordering::Acquire);
-    if f == 0 {
+    // Once the program has closed libunwind's pipe, its numbers may be the program's files.
+    if f == 0 || !owned_fds::unwinder_intact() {
         return None;
     }
     const _: () = assert!(std::mem::size_of::<u64>() == std::mem::size_of::<*mut c_void>());

@@ -53,7 +53,9 @@ impl DriverFn {
     }
 }
 
-fn lookup(name: &CStr) -> Option<usize> {
+/// The driver's own export `name`: after the shim in the global scope, else in a `libcuda.so.1`
+/// already loaded out of it.
+pub fn lookup(name: &CStr) -> Option<usize> {
     let mut p = real::dlsym(libc::RTLD_NEXT, name);
     if p.is_null() {
         // libcudart loads libcuda with RTLD_LOCAL: ask it by handle, without loading anything new.

@@ -36,13 +36,28 @@ macro_rules! wrapper {
             let Some(real) = $crate::cuda::table::real_for(&$name::REAL, name) else {
                 return $crate::cuda::CUDA_ERROR_NOT_INITIALIZED;
             };
-            let $call = || {
+            // The real call's result, once made: a panic in the recording after it must not make
+            // the call a second time (an allocation twice), and one before it must still make it.
+            let made = std::cell::Cell::new(None);
+            let real_call = || {
                 // SAFETY: see the module note: `real` is this export's driver function.
                 unsafe {
                     std::mem::transmute::<usize, unsafe extern "C" fn($($ty),*) -> $crate::cuda::CUresult>(real)($($arg),*)
                 }
             };
-            $body
+            let $call = || {
+                let r = real_call();
+                made.set(Some(r));
+                r
+            };
+            let body = std::panic::AssertUnwindSafe(|| -> $crate::cuda::CUresult { $body });
+            match std::panic::catch_unwind(body) {
+                Ok(r) => r,
+                Err(_) => {
+                    $crate::session::fail("internal error in a CUDA wrapper");
+                    made.get().unwrap_or_else(real_call)
+                }
+            }
         }
     };
 }

@@ -175,13 +175,16 @@ static ENTRIES: &[Entry] = &[
     entry!(cuGetProcAddress_v2, "cuGetProcAddress", 12000),
 ];
 
-/// The real function for a wrapper's slot; for `-lcuda` programs it is looked up on first use.
+/// The real function for a wrapper's slot; for `-lcuda` programs it is looked up on first use: in
+/// the libraries after the shim, else in a driver loaded out of the global scope (libcudart loads
+/// libcuda with `RTLD_LOCAL`, and a driver may call its own exports through the global scope, which
+/// reaches the shim's wrapper first).
 #[inline]
 pub fn real_for(slot: &AtomicUsize, export_nul: &str) -> Option<usize> {
     match slot.load(Ordering::Acquire) {
         0 => {
             let name = CStr::from_bytes_with_nul(export_nul.as_bytes()).ok()?;
-            let p = real::dlsym(libc::RTLD_NEXT, name) as usize;
+            let p = super::driver::lookup(name).unwrap_or(0);
             claim(slot, p).then_some(p)
         }
         a => Some(a),

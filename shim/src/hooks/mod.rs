@@ -7,7 +7,10 @@
 //! into unit-test binaries (which must keep their own allocator).
 #![allow(unsafe_code)]
 
+mod clone;
+mod exec_list;
+mod fds;
 mod heap;
 mod mmap;
 mod numa;
-mod process;
+pub(crate) mod process;

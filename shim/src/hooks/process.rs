@@ -41,6 +41,18 @@ pub extern "C" fn execvpe(file: *const c_char, argv: Argv, envp: Argv) -> c_int 
     around_exec(|| real::execvpe(file, argv, envp))
 }
 
+/// `execveat`.
+#[no_mangle]
+pub extern "C" fn execveat(
+    dirfd: c_int,
+    path: *const c_char,
+    argv: Argv,
+    envp: Argv,
+    flags: c_int,
+) -> c_int {
+    around_exec(|| real::execveat(dirfd, path, argv, envp, flags))
+}
+
 /// `fexecve`.
 #[no_mangle]
 pub extern "C" fn fexecve(fd: c_int, argv: Argv, envp: Argv) -> c_int {

@@ -60,6 +60,48 @@ impl Sym {
     }
 }
 
+/// A symbol that only some processes have (libnuma's), looked up at its first use instead of with
+/// the others. glibc's `dlsym` allocates on its error path, with `malloc` as the loader binds it: for a
+/// process whose first allocator is jemalloc, that is jemalloc, called from inside jemalloc's own
+/// first `mmap` (which reaches the shim's hook and resolves the symbols) while it holds its init
+/// lock. A symbol that every glibc exports never takes that path; an optional one is first asked for
+/// when the program calls it, which means the library that defines it is loaded.
+pub struct LazySym {
+    name: &'static CStr,
+    addr: AtomicUsize,
+}
+
+/// `LazySym::addr` once a look-up has found nothing.
+const ABSENT: usize = 1;
+
+impl LazySym {
+    const fn new(name: &'static CStr) -> Self {
+        LazySym {
+            name,
+            addr: AtomicUsize::new(0),
+        }
+    }
+
+    /// The address, looked up the first time it is asked for.
+    #[inline]
+    pub fn get(&self) -> Option<usize> {
+        match self.addr.load(Ordering::Acquire) {
+            ABSENT => None,
+            0 => {
+                if !ensure_resolved() {
+                    return None;
+                }
+                let p = dlsym(libc::RTLD_NEXT, self.name) as usize;
+                // Racing threads find the same address; storing it twice is harmless.
+                self.addr
+                    .store(if p == 0 { ABSENT } else { p }, Ordering::Release);
+                (p != 0).then_some(p)
+            }
+            a => Some(a),
+        }
+    }
+}
+
 macro_rules! symbols {
     ($($id:ident = $name:literal;)*) => {
         $(pub static $id: Sym = Sym::new($name);)*
@@ -86,16 +128,26 @@ symbols! {
     EXECVP = c"execvp";
     EXECVPE = c"execvpe";
     FEXECVE = c"fexecve";
+    SYSCALL = c"syscall";
+    CLOSE = c"close";
+    DUP2 = c"dup2";
+    DUP3 = c"dup3";
+    CLONE = c"clone";
     DLCLOSE = c"dlclose";
-    MBIND = c"mbind";
-    SET_MEMPOLICY = c"set_mempolicy";
-    MIGRATE_PAGES = c"migrate_pages";
-    MOVE_PAGES = c"move_pages";
     SCHED_SETAFFINITY = c"sched_setaffinity";
     PTHREAD_SETAFFINITY_NP = c"pthread_setaffinity_np";
     UNDERSCORE_EXIT = c"_exit";
     UNDERSCORE_CAPITAL_EXIT = c"_Exit";
 }
+
+pub static MBIND: LazySym = LazySym::new(c"mbind");
+pub static SET_MEMPOLICY: LazySym = LazySym::new(c"set_mempolicy");
+pub static MIGRATE_PAGES: LazySym = LazySym::new(c"migrate_pages");
+pub static MOVE_PAGES: LazySym = LazySym::new(c"move_pages");
+// glibc 2.34 and later.
+pub static EXECVEAT: LazySym = LazySym::new(c"execveat");
+pub static CLOSE_RANGE: LazySym = LazySym::new(c"close_range");
+pub static CLOSEFROM: LazySym = LazySym::new(c"closefrom");
 
 /// True once every symbol has been looked up; false on the resolving thread while it resolves.
 #[inline]
@@ -194,11 +246,14 @@ macro_rules! call {
     };
 }
 
+mod fds;
 mod heap;
 mod map;
 mod numa;
 mod process;
 
+#[cfg_attr(test, allow(unused_imports))]
+pub use fds::*;
 pub use heap::*;
 pub use map::*;
 // Only the hooks call these, and the hooks are not built for unit tests.
