@@ -19,7 +19,7 @@ warn=(-Wall -Wextra ${EXTRA_CFLAGS:-})
 ln -sfn libcuda.so.1 "$out/libcuda.so"
 "$cc" "${warn[@]}" -shared -fPIC -O1 -g -o "$out/libcupti.so" "$here/standin/libcupti_standin.c"
 
-cxx=${CXX:-g++}
+cxx=${CXX:-c++}
 for pkg in torch:2.11.0+standin torch_old:2.3.1; do
     dir="$out/${pkg%%:*}"
     mkdir -p "$dir/lib"
