@@ -21,8 +21,17 @@ const MIN_GROWTH: u64 = 1 << 20;
 
 /// The PyTorch section of one process.
 pub fn section(t: &Replayed, sym: &mut Symbolizer) -> TorchSection {
-    let Some(state) = &t.torch.state else {
-        return TorchSection::default();
+    // A fork child inherits the hooks its parent attached, but not the record saying so.
+    let inherited = memshim_trace::TorchState {
+        enabled: true,
+        version: String::new(),
+        backend: String::new(),
+        detail: "attached in the parent process (inherited across fork)".to_string(),
+    };
+    let state = match &t.torch.state {
+        Some(s) => s,
+        None if !t.torch.devices.is_empty() => &inherited,
+        None => return TorchSection::default(),
     };
     let mut out = TorchSection {
         state: if state.enabled { "on" } else { "off" },
