@@ -301,6 +301,41 @@ mod tests {
     }
 
     #[test]
+    fn expandable_segments_reserve_by_mapping_and_python_exit_keeps_what_was_held() {
+        let mut t = Torch::default();
+        // One growing segment: 2 MiB pages mapped and unmapped at its end.
+        t.event(1, 9, &ev(TorchAction::SegmentMap, 0x2000_0000, 4 << 20, 1));
+        t.event(2, 9, &ev(TorchAction::Alloc, 0x2000_0000, 3 << 20, 5));
+        t.event(3, 9, &ev(TorchAction::SegmentMap, 0x2040_0000, 2 << 20, 1));
+        t.event(4, 9, &ev(TorchAction::Alloc, 0x2040_0000, 2 << 20, 6));
+        t.event(
+            5,
+            9,
+            &ev(TorchAction::FreeCompleted, 0x2040_0000, 2 << 20, 0),
+        );
+        t.event(
+            6,
+            9,
+            &ev(TorchAction::SegmentUnmap, 0x2040_0000, 2 << 20, 0),
+        );
+        let d = &t.devices[&0];
+        assert_eq!((d.reserved, d.reserved_peak), (4 << 20, (6 << 20, 3)));
+        t.event(7, 9, &ev(TorchAction::PythonExit, 0, 0, 0));
+        t.event(
+            8,
+            9,
+            &ev(TorchAction::FreeCompleted, 0x2000_0000, 3 << 20, 0),
+        );
+        t.event(9, 9, &ev(TorchAction::PythonExit, 0, 0, 0));
+        let at = t.at_exit.as_ref().expect("the exit was marked");
+        assert_eq!(at.t, 7, "the first mark counts");
+        assert_eq!(at.devices[&0], (3 << 20, 4 << 20));
+        assert_eq!(at.holders[&5].live_bytes, 3 << 20);
+        assert!(!at.holders.contains_key(&6));
+        assert_eq!(t.devices[&0].blocks.live_bytes, 0);
+    }
+
+    #[test]
     fn verdict_tells_fragmentation_from_capacity() {
         let mut t = Torch::default();
         t.event(
