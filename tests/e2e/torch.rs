@@ -178,3 +178,20 @@ fn the_cuda_malloc_async_backend_stays_at_the_driver_level() {
         .unwrap()
         .starts_with("driver level: the cudaMallocAsync backend"));
 }
+
+#[test]
+fn memshim_torch_0_keeps_the_driver_level_only() {
+    let (stdout, p, _) = run(
+        "torch_allocator_turned_off",
+        "torch",
+        &[("MEMSHIM_TORCH", "0")],
+    );
+    assert!(stdout.contains("hooks 0"), "{stdout}");
+    let t = &p["torch"];
+    assert_eq!(t["state"], "off");
+    assert_eq!(
+        t["detail"],
+        "driver level only, because MEMSHIM_TORCH=0 turned it off"
+    );
+    assert_eq!(p["leaks"]["device"]["bytes"], 251658240);
+}

@@ -153,6 +153,7 @@ fn run_command(cmd: &mut Command) -> Outcome {
         "MEMSHIM_SYMBOLIZE",
         "MEMSHIM_QUIET",
         "MEMSHIM_PYTHON",
+        "MEMSHIM_TORCH",
         "MEMSHIM_SAMPLE_BYTES",
         "PYTHONMALLOC",
     ] {
