@@ -10,13 +10,15 @@ use serde_json::Value;
 use crate::cuda::build;
 use crate::python::{interpreters, python_frames, run_python};
 use crate::report::{frames, process_by_exe, report_json};
-use crate::util::TestDir;
+use crate::util::{memshim, TestDir};
 
 /// Runs tests/cuda/python/torch_standin.py under memshim with the stand-in package `package`
 /// (`torch` claims 2.11, `torch_old` 2.3.1); returns the script's stdout, its process's report and
 /// whether the interpreter reports exact lines (3.11 on).
-fn run(test: &str, package: &str, env: &[(&str, &str)]) -> (String, Value, bool) {
-    let python = &interpreters()[0];
+fn run(test: &str, package: &str, env: &[(&str, &str)]) -> (String, Value, bool, TestDir) {
+    // The newest interpreter: exact lines from 3.11 on.
+    let python = interpreters().pop().expect("an interpreter");
+    let python = &python;
     let dir = TestDir::new(test);
     let bin = build(&dir);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("cuda/python/torch_standin.py");
@@ -39,11 +41,8 @@ fn run(test: &str, package: &str, env: &[(&str, &str)]) -> (String, Value, bool)
     let report = report_json(&dir.traces());
     let exe = python.file_name().unwrap().to_string_lossy().into_owned();
     let exact = !exe.ends_with("3.9") && !exe.ends_with("3.10");
-    (
-        out.stdout_str(),
-        process_by_exe(&report, &exe).clone(),
-        exact,
-    )
+    let p = process_by_exe(&report, &exe).clone();
+    (out.stdout_str(), p, exact, dir)
 }
 
 fn here(f: &str, line: u64) -> (String, String, u64) {
@@ -52,7 +51,7 @@ fn here(f: &str, line: u64) -> (String, String, u64) {
 
 #[test]
 fn tensors_by_the_line_that_holds_them_growth_given_back_and_oom_verdicts() {
-    let (stdout, p, exact) = run("torch_allocator_inside", "torch", &[]);
+    let (stdout, p, exact, dir) = run("torch_allocator_inside", "torch", &[]);
     // One trace tracker and one out-of-memory observer attached.
     assert!(stdout.contains("hooks 101"), "{stdout}");
     let t = &p["torch"];
@@ -138,6 +137,32 @@ fn tensors_by_the_line_that_holds_them_growth_given_back_and_oom_verdicts() {
         .contains("expandable_segments:True"));
     assert_eq!(row(&frag["holders"][0]), (62914560, 10));
     assert_eq!(row(&frag["holders"][1]), (16777616, 4));
+    // The text and Markdown reports say the same.
+    let rendered = |format: &str| {
+        let out = memshim(&[
+            OsStr::new("report"),
+            OsStr::new("--format"),
+            OsStr::new(format),
+            dir.traces().as_os_str(),
+        ]);
+        out.stdout_str()
+    };
+    let text = rendered("text");
+    assert!(
+        text.contains("  #2  16.0 MiB (16777616 B) in 4 tensors (of 4 allocated here)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("tensors held when Python began to exit"),
+        "{text}"
+    );
+    assert!(
+        text.contains("verdict: fragmentation: the cache held 164.0 MiB free"),
+        "{text}"
+    );
+    let md = rendered("markdown");
+    assert!(md.contains("| 16.0 MiB (16777616 B) | 4 | "), "{md}");
+    assert!(md.contains("**Out of memory** on GPU 0"), "{md}");
     let cap = &ooms[1];
     assert_eq!(cap["verdict"], "capacity");
     assert_eq!(cap["requested_bytes"], 1073741824);
@@ -150,7 +175,7 @@ fn tensors_by_the_line_that_holds_them_growth_given_back_and_oom_verdicts() {
 
 #[test]
 fn a_release_whose_layout_was_not_checked_is_left_alone_and_the_report_says_why() {
-    let (stdout, p, _) = run("torch_allocator_unknown_version", "torch_old", &[]);
+    let (stdout, p, _, _) = run("torch_allocator_unknown_version", "torch_old", &[]);
     assert!(stdout.contains("hooks 0"), "{stdout}");
     let t = &p["torch"];
     assert_eq!(t["state"], "off");
@@ -168,7 +193,7 @@ fn a_release_whose_layout_was_not_checked_is_left_alone_and_the_report_says_why(
 #[test]
 fn the_cuda_malloc_async_backend_stays_at_the_driver_level() {
     let env = [("STANDIN_TORCH_BACKEND", "cudaMallocAsync")];
-    let (stdout, p, _) = run("torch_allocator_async_backend", "torch", &env);
+    let (stdout, p, _, _) = run("torch_allocator_async_backend", "torch", &env);
     assert!(stdout.contains("hooks 0"), "{stdout}");
     let t = &p["torch"];
     assert_eq!(t["state"], "off");
@@ -181,7 +206,7 @@ fn the_cuda_malloc_async_backend_stays_at_the_driver_level() {
 
 #[test]
 fn memshim_torch_0_keeps_the_driver_level_only() {
-    let (stdout, p, _) = run(
+    let (stdout, p, _, _) = run(
         "torch_allocator_turned_off",
         "torch",
         &[("MEMSHIM_TORCH", "0")],
