@@ -17,7 +17,15 @@ use crate::util::{memshim, TestDir};
 /// whether the interpreter reports exact lines (3.11 on).
 fn run(test: &str, package: &str, env: &[(&str, &str)]) -> (String, Value, bool, TestDir) {
     // The newest interpreter: exact lines from 3.11 on.
-    let python = interpreters().pop().expect("an interpreter");
+    let minor = |p: &std::path::PathBuf| -> u32 {
+        let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+        name.and_then(|n| n.strip_prefix("python3.").and_then(|m| m.parse().ok()))
+            .unwrap_or(0)
+    };
+    let python = interpreters()
+        .into_iter()
+        .max_by_key(minor)
+        .expect("an interpreter");
     let python = &python;
     let dir = TestDir::new(test);
     let bin = build(&dir);
@@ -73,9 +81,16 @@ fn tensors_by_the_line_that_holds_them_growth_given_back_and_oom_verdicts() {
         // The clone kept in the list, named at its own line (not at the temporaries before it).
         assert_eq!(
             python_frames(&sites[1]),
-            vec![here("__init__", 35), here("step", 44), here("<module>", 73)]
+            vec![
+                here("Tensor.__init__", 35),
+                here("step", 44),
+                here("<module>", 73)
+            ]
         );
-        assert_eq!(python_frames(&sites[0])[1], here("fragment", 59));
+        // A list comprehension has a frame of its own before 3.12 (PEP 709 inlined it).
+        let fill = python_frames(&sites[0]);
+        assert_eq!(fill.last(), Some(&here("<module>", 75)));
+        assert!(fill.contains(&here("fragment", 59)), "{fill:?}");
     }
     // The native frames under the Python site are the allocator's own (a device allocation's
     // stack), whatever host allocation reached the same line first.
@@ -104,14 +119,16 @@ fn tensors_by_the_line_that_holds_them_growth_given_back_and_oom_verdicts() {
     assert_eq!(d["outside_bytes"], 0);
     assert_eq!(p["device"]["live_bytes"], 251658240);
     assert_eq!(p["leaks"]["device"]["bytes"], 251658240);
-    // The losses grew to 16 MiB and were all given back before the end.
+    // The losses grew to 16 MiB and were all given back before the end. A site that several
+    // stacks reached (CPython 3.13 calls through a generic path before it specialises the call)
+    // takes the highest curve of any one of them, as growth does: a lower bound, 14 or 16 MiB.
     let released = t["released_growth"].as_array().expect("released_growth");
     let losses = released
         .iter()
-        .find(|g| g["peak_bytes"] == 16777216)
+        .find(|g| g["from_bytes"] == 2097152 && g["live_bytes"] == 0)
         .unwrap_or_else(|| panic!("the losses' growth: {released:?}"));
-    assert_eq!(losses["from_bytes"], 2097152);
-    assert_eq!(losses["live_bytes"], 0);
+    let peak = losses["peak_bytes"].as_u64().unwrap();
+    assert!(peak == 16777216 || peak == 14680064, "{peak}");
     let (peak_s, gone_s) = (
         losses["peak_time_s"].as_f64().unwrap(),
         losses["released_time_s"].as_f64().unwrap(),
