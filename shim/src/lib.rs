@@ -28,6 +28,7 @@ mod bootstrap;
 mod clock;
 mod config;
 mod counters;
+mod crash;
 mod cuda;
 mod global_alloc;
 mod guard;
@@ -74,7 +75,7 @@ mod lifecycle {
     use memshim_trace::EndReason;
 
     extern "C" fn init() {
-        recorder::lifecycle(session::init);
+        recorder::lifecycle(session::constructed);
     }
 
     extern "C" fn fini() {

@@ -79,16 +79,30 @@ fn captured_hash(lend_python: bool, room: Option<usize>) -> u64 {
     hash
 }
 
-/// A heap block was allocated.
+/// Enters the guard for a heap hook, before the real call: `None` when heap calls are off or this
+/// thread is inside the shim already (the call then goes straight to the allocator, unrecorded).
+/// Held across the real call, the guard makes whatever the allocator itself does pass straight
+/// through: jemalloc's and tcmalloc's own `mmap`s (part of the heap already, not the program's
+/// mappings) are not recorded, and no stack is captured while the allocator holds its locks (the
+/// capture's first touch of libunwind's thread-locals allocates, which would wait on them).
+#[inline(always)]
+pub fn enter_heap() -> Option<guard::Guard> {
+    if !session::heap_enabled() {
+        return None;
+    }
+    guard::enter()
+}
+
+/// A heap block was allocated (the hook holds the guard, see [`enter_heap`]).
 #[inline]
-pub fn on_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize) {
-    if addr.is_null() || !session::heap_enabled() {
+pub fn on_alloc(_inside: &guard::Guard, func: AllocFn, addr: *mut libc::c_void, size: usize) {
+    if addr.is_null() {
         return;
     }
     if sampling::thin() {
         return thin_alloc(func, addr, size);
     }
-    record(session::heap_active, || {
+    record_guarded(session::heap_active, || {
         let stack = sampling::take(size as u64).then(stack_hash);
         send_alloc(func, addr, size, stack.unwrap_or(UNSAMPLED_HASH));
     });
@@ -99,7 +113,7 @@ pub fn on_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize) {
 fn thin_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize) {
     let count = |usable| crate::heap_counts::alloc(size as u64, usable);
     if let Some(usable) = thin_counted(addr, count) {
-        record(session::heap_active, || {
+        record_guarded(session::heap_active, || {
             send_alloc(func, addr, size, stack_hash());
             session::send(Msg::Record(Record::Usable(memshim_trace::Usable {
                 addr: addr as u64,
@@ -114,7 +128,7 @@ fn thin_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize) {
 /// event must be recorded.
 #[inline(always)]
 fn thin_counted(addr: *mut libc::c_void, count: impl FnOnce(u64)) -> Option<u64> {
-    if !session::heap_counting() {
+    if !session::heap_counting_guarded() {
         return None;
     }
     let usable = real::usable_size(addr) as u64;
@@ -149,16 +163,16 @@ fn send_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize, stack: u64) {
     }
 }
 
-/// A heap block is about to be freed.
+/// A heap block is about to be freed (the hook holds the guard, see [`enter_heap`]).
 #[inline]
-pub fn on_free(addr: *mut libc::c_void, realloc: bool) {
-    if addr.is_null() || !session::heap_enabled() {
+pub fn on_free(_inside: &guard::Guard, addr: *mut libc::c_void, realloc: bool) {
+    if addr.is_null() {
         return;
     }
     if sampling::thin() && thin_counted(addr, crate::heap_counts::free).is_none() {
         return;
     }
-    record(session::heap_active, || {
+    record_guarded(session::heap_active, || {
         session::send(Msg::Free {
             t: clock::monotonic_ns(),
             tid: guard::tid(),
@@ -169,14 +183,11 @@ pub fn on_free(addr: *mut libc::c_void, realloc: bool) {
 }
 
 /// A realloc failed: the block whose free was already sent is still live.
-pub fn on_realloc_failed(addr: *mut libc::c_void) {
-    if !session::heap_enabled() {
-        return;
-    }
+pub fn on_realloc_failed(_inside: &guard::Guard, addr: *mut libc::c_void) {
     if sampling::thin() && thin_counted(addr, crate::heap_counts::unfree).is_none() {
         return;
     }
-    record(session::heap_active, || {
+    record_guarded(session::heap_active, || {
         session::send(Msg::ReallocFailed {
             t: clock::monotonic_ns(),
             tid: guard::tid(),

@@ -6,7 +6,9 @@
 //!
 //! Never: block the host forever. Producers wait on a full channel (backpressure), but the writer
 //! never waits on them, and every wait at exit has a deadline.
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering,
+};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -34,27 +36,56 @@ static OWNER_PID: AtomicU32 = AtomicU32::new(0);
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 static FORKED: AtomicBool = AtomicBool::new(false);
 static WARNED: AtomicBool = AtomicBool::new(false);
-static HEAP_ON: AtomicBool = AtomicBool::new(false);
+/// On until the settings say otherwise: a library constructor that runs before the shim's own
+/// (libstdc++'s emergency pool, a C++ library's static registry) allocates through the hooks, and
+/// its first allocation starts the shim early (see [`active`]).
+static HEAP_ON: AtomicBool = AtomicBool::new(true);
+/// Set once `init` has begun, from the library constructor or from an earlier allocation.
+static INIT_STARTED: AtomicBool = AtomicBool::new(false);
+/// Set once the shim's own constructor has run.
+static CONSTRUCTED: AtomicBool = AtomicBool::new(false);
 static MMAP_ON: AtomicBool = AtomicBool::new(false);
 static CUDA_ON: AtomicBool = AtomicBool::new(false);
 static CONFIG: OnceLock<Config> = OnceLock::new();
+/// The signal whose arrival asked the writer to end the trace now (0: none).
+static SIGNAL_END: AtomicI32 = AtomicI32::new(0);
+/// Set by the writer once that end is on disk.
+static SIGNAL_END_DONE: AtomicBool = AtomicBool::new(false);
+/// The longest a signal handler waits for the writer.
+const SIGNAL_WAIT: Duration = Duration::from_secs(3);
 static SEEN: OnceLock<stacks::SeenTable> = OnceLock::new();
 
-/// Called once from the library constructor.
+/// Called from the library constructor, or earlier from the first allocation of another library's
+/// constructor; only the first call does anything.
 pub fn init() {
+    if INIT_STARTED.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    // A setuid or otherwise secure-execution process is left alone: its trace would be written with
+    // privileges the user who set MEMSHIM_OUTPUT does not have.
+    if sys::secure_exec() {
+        HEAP_ON.store(false, Ordering::Relaxed);
+        return;
+    }
+    // A panic inside the shim is caught where it happens and stops tracing with one warning line;
+    // the default hook would print its message and backtrace into the program's stderr first.
+    std::panic::set_hook(Box::new(|_| {}));
     let cfg = CONFIG.get_or_init(Config::from_env);
     for w in &cfg.warnings {
         warn(w);
     }
     if cfg.disabled {
+        HEAP_ON.store(false, Ordering::Relaxed);
         return;
     }
     if !crate::guard::init() {
+        HEAP_ON.store(false, Ordering::Relaxed);
         warn("no thread-specific keys are left in this process; this process is not traced");
         return;
     }
     // The keys exist only now, so the caller's guard was inert: what starting allocates passes through.
     let _inside = crate::guard::enter();
+    let _ = exe_path();
     let mods = modules::scan("");
     if let Some((lo, hi)) = modules::exec_range_of(&mods, init as fn() as usize as u64) {
         stacks::set_self_range(lo as usize, hi as usize);
@@ -65,12 +96,29 @@ pub fn init() {
         let _ = SEEN.set(table);
     }
     HEAP_ON.store(cfg.heap, Ordering::Relaxed);
-    MMAP_ON.store(cfg.mmap, Ordering::Relaxed);
+    // An allocator loaded before the shim serves the program's heap calls without the shim seeing
+    // them, and maps its arenas through the shim's mmap hook, often holding its own locks (a stack
+    // captured there can wait on them): its mappings are not the program's, so none are recorded.
+    let foreign = crate::real::foreign_malloc();
+    MMAP_ON.store(cfg.mmap && foreign.is_none(), Ordering::Relaxed);
     CUDA_ON.store(cfg.cuda, Ordering::Relaxed);
     sys::atfork_child(after_fork_in_child);
+    // Registered first, so run last: after the program's own quick_exit handlers, whose
+    // allocations are then in the trace.
+    sys::at_quick_exit(end_at_quick_exit);
     crate::counters::open();
+    crate::crash::install();
     STATE.store(STARTING, Ordering::SeqCst);
     begin();
+    if let Some(lib) = foreign {
+        let text = format!(
+            "the program's malloc is {lib}'s, loaded before libmemshim.so: its heap calls do not reach memshim and anonymous mappings are not recorded; put libmemshim.so first in LD_PRELOAD to trace the heap"
+        );
+        warn(&text);
+        send(Msg::Record(memshim_trace::Record::Note(
+            memshim_trace::Note { text },
+        )));
+    }
 }
 
 /// Whether heap calls are to be recorded at all (`MEMSHIM_HEAP`): a load, asked before anything else.
@@ -85,17 +133,13 @@ pub fn heap_active() -> bool {
     HEAP_ON.load(Ordering::Relaxed) && active()
 }
 
-/// Whether heap calls are being counted now in the thin sampling mode, asked after
-/// [`heap_enabled`]. Calls nothing that could allocate except to start a pending trace, which it
-/// does inside the guard.
+/// Whether heap calls are being counted now in the thin sampling mode, asked by a heap hook that
+/// holds the guard (see `recorder::enter_heap`); starts a pending trace.
 #[inline]
-pub fn heap_counting() -> bool {
-    if crate::guard::inside() {
-        return false;
-    }
+pub fn heap_counting_guarded() -> bool {
     match STATE.load(Ordering::Acquire) {
         RUNNING => true,
-        _ => crate::guard::enter().is_some_and(|_g| heap_active()),
+        _ => heap_active(),
     }
 }
 
@@ -105,10 +149,19 @@ pub fn mmap_active() -> bool {
     MMAP_ON.load(Ordering::Relaxed) && active()
 }
 
-/// Whether NUMA and affinity calls are being recorded now (with the heap: they are rare).
+/// Whether NUMA and affinity calls are being recorded now (with the heap: they are rare). Not
+/// before the shim's own constructor has run: what libraries' constructors do before it is their
+/// own set-up (libnuma probes the kernel's policies with `set_mempolicy`), not the program's
+/// placement, whereas their allocations are memory the program holds and are recorded.
 #[inline]
 pub fn numa_active() -> bool {
-    active()
+    CONSTRUCTED.load(Ordering::Acquire) && active()
+}
+
+/// Called by the library constructor.
+pub fn constructed() {
+    CONSTRUCTED.store(true, Ordering::Release);
+    init();
 }
 
 /// Whether CUDA interception is switched on (wrappers are handed out even before tracing starts).
@@ -132,8 +185,17 @@ fn active() -> bool {
             DROPPED.fetch_add(1, Ordering::Relaxed);
             false
         }
+        OFF if !INIT_STARTED.load(Ordering::Acquire) => start_early(),
         _ => false,
     }
+}
+
+/// The first allocation came before the shim's constructor ran (another library's constructor, run
+/// earlier by the loader): start now, so that allocation and all after it are recorded.
+#[cold]
+fn start_early() -> bool {
+    init();
+    STATE.load(Ordering::Acquire) == RUNNING
 }
 
 #[cold]
@@ -231,7 +293,11 @@ pub fn first_sighting(hash: u64) -> bool {
     SEEN.get().is_none_or(|t| t.first_sighting(hash))
 }
 
-/// Sends a message to the writer, waiting while the channel is full.
+/// Sends a message to the writer, waiting while the channel is full. It never parks on the channel:
+/// crossbeam's parking takes the thread's std handle, which a thread in its TLS destructors no
+/// longer has (a free at thread exit would panic there), and registers a destructor under the
+/// loader's lock; so it naps and tries again. A full channel in a process that is not the trace's
+/// owner is a child made behind the shim's back (an inline `fork` system call): it starts afresh.
 #[inline]
 pub fn send(msg: Msg) {
     let p = SENDER.load(Ordering::Acquire);
@@ -242,10 +308,27 @@ pub fn send(msg: Msg) {
     // SAFETY: a non-null SENDER points to a leaked Box that is never freed.
     #[allow(unsafe_code)]
     let tx = unsafe { &*p };
-    if tx.send(msg).is_err() {
-        // The writer is gone (it failed, or the trace was closed): stop recording.
-        DROPPED.fetch_add(1, Ordering::Relaxed);
-        let _ = STATE.compare_exchange(RUNNING, STOPPED, Ordering::AcqRel, Ordering::Relaxed);
+    let mut msg = msg;
+    loop {
+        match tx.try_send(msg) {
+            Ok(()) => return,
+            Err(crossbeam_channel::TrySendError::Full(m)) => {
+                if OWNER_PID.load(Ordering::Acquire) != sys::getpid() {
+                    DROPPED.fetch_add(1, Ordering::Relaxed);
+                    after_fork_in_child();
+                    return;
+                }
+                msg = m;
+                sys::nap_signal_safe(Duration::from_micros(50));
+            }
+            Err(crossbeam_channel::TrySendError::Disconnected(_)) => {
+                // The writer is gone (it failed, or the trace was closed): stop recording.
+                DROPPED.fetch_add(1, Ordering::Relaxed);
+                let _ =
+                    STATE.compare_exchange(RUNNING, STOPPED, Ordering::AcqRel, Ordering::Relaxed);
+                return;
+            }
+        }
     }
 }
 
@@ -291,6 +374,38 @@ pub fn finish(reason: EndReason) -> bool {
     true
 }
 
+/// From a signal handler (see `crash`): has the writer put everything recorded on disk with an end
+/// that names `sig`, and waits for it (with a deadline). Only atomics and `nanosleep`: nothing here
+/// may take a lock or allocate.
+pub fn end_on_signal(sig: i32) {
+    if STATE.load(Ordering::Acquire) != RUNNING
+        || OWNER_PID.load(Ordering::Acquire) != sys::getpid()
+    {
+        return;
+    }
+    // The first signal names the end; a second thread's crash waits for the same end.
+    let _ = SIGNAL_END.compare_exchange(0, sig, Ordering::AcqRel, Ordering::Acquire);
+    // Later events are not the program's last moment any more: stop recording them.
+    STATE.store(STOPPED, Ordering::Release);
+    let deadline = clock::monotonic_ns() + SIGNAL_WAIT.as_nanos() as u64;
+    while !SIGNAL_END_DONE.load(Ordering::Acquire) && clock::monotonic_ns() < deadline {
+        sys::nap_signal_safe(Duration::from_millis(1));
+    }
+}
+
+/// For the writer: the signal that asked it to end the trace now, if one did.
+pub fn signal_end() -> Option<i32> {
+    match SIGNAL_END.load(Ordering::Acquire) {
+        0 => None,
+        sig => Some(sig),
+    }
+}
+
+/// For the writer: the end asked for by a signal is on disk.
+pub fn signal_end_done() {
+    SIGNAL_END_DONE.store(true, Ordering::Release);
+}
+
 /// In the thin sampling mode, sends the running totals of every allocation and free.
 pub fn send_heap_totals() {
     if let Some(r) = crate::heap_counts::reading() {
@@ -308,10 +423,16 @@ pub fn record_modules() {
     send(Msg::Modules(modules::scan(&exe_path())));
 }
 
+/// The executable's path, read once: `/proc/self/exe` no longer answers once the main thread has
+/// left with `pthread_exit`, and the path is the same for the whole image (a fork child's too).
 fn exe_path() -> String {
-    std::fs::read_link("/proc/self/exe")
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default()
+    static EXE: OnceLock<String> = OnceLock::new();
+    EXE.get_or_init(|| {
+        std::fs::read_link("/proc/self/exe")
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    })
+    .clone()
 }
 
 /// Before exec: close the trace so nothing is lost when the image is replaced.
@@ -341,6 +462,24 @@ extern "C" fn after_fork_in_child() {
         crate::python::after_fork();
         STATE.store(PENDING, Ordering::Release);
     }
+}
+
+/// Records a note in the trace (shown in the report), when this process is being traced.
+pub fn note(text: &str) {
+    if STATE.load(Ordering::Acquire) == RUNNING
+        && OWNER_PID.load(Ordering::Acquire) == sys::getpid()
+    {
+        send(Msg::Record(memshim_trace::Record::Note(
+            memshim_trace::Note {
+                text: text.to_string(),
+            },
+        )));
+    }
+}
+
+/// `quick_exit` ends the process through glibc's internal `_exit`, which no hook sees.
+extern "C" fn end_at_quick_exit() {
+    crate::recorder::lifecycle(|| finish(EndReason::QuickExit));
 }
 
 /// In a process made by a raw `clone` or `SYS_fork`, which runs no fork handler: the same fresh

@@ -260,14 +260,23 @@ pub fn set_errno(e: i32) {
     unsafe { *libc::__errno_location() = e };
 }
 
-/// A file descriptor read with plain system calls (no `FILE`, no allocation), closed on drop.
+/// A file descriptor read with plain system calls (no `FILE`, no allocation), closed on drop. The
+/// calls are raw system calls, not glibc's wrappers: those are cancellation points, and this runs
+/// on program threads inside the shim.
 pub struct RawFile(libc::c_int);
 
 impl RawFile {
     /// Opens `path` for reading, close-on-exec.
     pub fn open_read(path: &CStr) -> Option<RawFile> {
         // SAFETY: `path` is NUL-terminated; the flags are plain integers.
-        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat,
+                libc::AT_FDCWD,
+                path.as_ptr(),
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            )
+        } as libc::c_int;
         (fd >= 0).then_some(RawFile(fd))
     }
 
@@ -275,7 +284,7 @@ impl RawFile {
     pub fn read(&self, buf: &mut [u8]) -> Option<usize> {
         loop {
             // SAFETY: `buf` is writable for its whole length, which is passed.
-            let n = unsafe { libc::read(self.0, buf.as_mut_ptr().cast(), buf.len()) };
+            let n = unsafe { libc::syscall(libc::SYS_read, self.0, buf.as_mut_ptr(), buf.len()) };
             if n >= 0 {
                 return Some(n as usize);
             }
@@ -289,7 +298,7 @@ impl RawFile {
 impl Drop for RawFile {
     fn drop(&mut self) {
         // SAFETY: the descriptor was opened by `open_read` and is closed once, here.
-        unsafe { libc::close(self.0) };
+        unsafe { libc::syscall(libc::SYS_close, self.0) };
     }
 }
 
@@ -304,6 +313,24 @@ pub fn stack_rlimit() -> Option<usize> {
     (ok && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur as usize)
 }
 
+/// Sleeps with the `nanosleep` system call: async-signal-safe, and, made directly rather than
+/// through glibc's wrapper, not a cancellation point (a program thread cancelled while it waits in
+/// the shim would be unwound through the shim's frames, which glibc's forced unwind cannot cross).
+pub fn nap_signal_safe(d: std::time::Duration) {
+    let ts = libc::timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: a valid timespec; a null remainder is allowed.
+    unsafe { libc::syscall(libc::SYS_nanosleep, &ts as *const libc::timespec, 0usize) };
+}
+
+/// Whether the process runs in secure-execution mode (setuid, setgid, file capabilities).
+pub fn secure_exec() -> bool {
+    // SAFETY: getauxval has no preconditions.
+    unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
+}
+
 /// Reads a whole small file under /proc.
 pub fn read_proc(path: &str) -> Option<Vec<u8>> {
     std::fs::read(path).ok()
@@ -313,6 +340,15 @@ pub fn read_proc(path: &str) -> Option<Vec<u8>> {
 pub fn atfork_child(child: extern "C" fn()) {
     // SAFETY: the handler is a plain extern "C" function that lives as long as the process.
     unsafe { libc::pthread_atfork(None, None, Some(child)) };
+}
+
+/// Registers a handler that `quick_exit` runs.
+pub fn at_quick_exit(f: extern "C" fn()) {
+    extern "C" {
+        fn at_quick_exit(f: extern "C" fn()) -> libc::c_int;
+    }
+    // SAFETY: glibc's at_quick_exit takes a plain function that lives as long as the process.
+    unsafe { at_quick_exit(f) };
 }
 
 /// Reads a clock in nanoseconds.

@@ -19,6 +19,9 @@ use crate::msg::Msg;
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
+/// Each helper thread's stack: room for symbolizing at exit (DWARF parsing recurses) with a margin.
+const STACK_BYTES: usize = 2 << 20;
+
 /// The shim's helper threads alive in this process.
 static LIVE: AtomicU32 = AtomicU32::new(0);
 
@@ -85,9 +88,18 @@ pub fn spawn(name: &CStr, job: impl FnOnce() + Send + 'static) -> io::Result<()>
     let arg = Box::into_raw(boxed) as *mut c_void;
     let mut tid: libc::pthread_t = 0;
     LIVE.fetch_add(1, Ordering::AcqRel);
-    // SAFETY: valid out-pointer, default attributes, a start routine of the right signature and an
-    // argument it owns from here on.
-    let rc = unsafe { libc::pthread_create(&mut tid, std::ptr::null(), start, arg) };
+    // SAFETY: a zeroed pthread_attr_t is initialised by pthread_attr_init before use and destroyed
+    // after; the thread is created with it, a start routine of the right signature and an argument
+    // it owns from here on.
+    let rc = unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        libc::pthread_attr_init(&mut attr);
+        // The default (RLIMIT_STACK, often 8 MiB) would count against a program's RLIMIT_AS.
+        libc::pthread_attr_setstacksize(&mut attr, STACK_BYTES);
+        let rc = libc::pthread_create(&mut tid, &attr, start, arg);
+        libc::pthread_attr_destroy(&mut attr);
+        rc
+    };
     if rc != 0 {
         LIVE.fetch_sub(1, Ordering::AcqRel);
         // SAFETY: the thread was not created, so the box is still ours.

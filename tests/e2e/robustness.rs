@@ -253,3 +253,39 @@ fn threads_with_the_smallest_stacks_run_as_they_do_bare() {
         );
     }
 }
+
+/// A crash, `abort` or SIGTERM right after a burst of allocations: the process dies the same way
+/// (status 128 + the signal, as bare), and the trace holds every allocation of the last moment, with
+/// an end that names the signal.
+#[test]
+fn the_last_allocations_before_a_crash_are_in_the_trace() {
+    let dir = TestDir::new("the_last_allocations_before_a_crash_are_in_the_trace");
+    let prog = dir.compile("crash_after_burst.c");
+    for (how, signal, number) in [
+        ("segv", "SIGSEGV", 11),
+        ("abort", "SIGABRT", 6),
+        ("term", "SIGTERM", 15),
+        ("default", "SIGSEGV", 11),
+    ] {
+        let bare = run_bare(&dir.root, &prog, &[how]);
+        let _ = std::fs::remove_dir_all(dir.traces());
+        let out = memshim_run(&dir, &prog, &[how]);
+        assert_eq!(
+            out.status.code(),
+            Some(128 + number),
+            "{how}: {}",
+            out.describe()
+        );
+        assert_eq!(out.stdout_str(), bare.stdout_str(), "{how}");
+        let report = report_json(&dir.traces());
+        let p = process_by_exe(&report, "crash_after_burst");
+        assert_eq!(p["end"], "signal", "{how}");
+        assert_eq!(p["end_signal"], signal, "{how}");
+        assert_eq!(p["truncated"], false, "{how}");
+        let burst = sites(p, "host")
+            .iter()
+            .find(|s| functions(s).contains(&"burst"))
+            .unwrap_or_else(|| panic!("{how}: no site in burst: {p:#}"));
+        assert_eq!(bytes_count(burst), (300_000, 3000), "{how}");
+    }
+}

@@ -49,7 +49,7 @@ fn events_n(n: u64) -> Vec<Event> {
             first_line: 40,
         }),
     });
-    // Version 7: PyTorch's allocator, from the inside.
+    // Version 8: PyTorch's allocator, from the inside.
     v.push(Event {
         t: 5_500_000,
         tid: 101,
@@ -221,11 +221,12 @@ fn foreign_file_is_rejected() {
 #[test]
 fn newer_version_names_both_versions() {
     let mut bytes = write(None, 100);
-    bytes[8..12].copy_from_slice(&8u32.to_le_bytes());
+    bytes[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
     let err = read_all(&bytes).err().unwrap();
     let msg = err.to_string();
     assert!(
-        msg.contains("version 8") && msg.contains("versions 1 to 7"),
+        msg.contains(&format!("version {}", FORMAT_VERSION + 1))
+            && msg.contains(&format!("versions 1 to {FORMAT_VERSION}")),
         "{msg}"
     );
 }

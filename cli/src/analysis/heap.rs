@@ -40,6 +40,9 @@ pub struct Heap {
     pub peak_t: u64,
     /// Blocks freed before their thread allocated again.
     pub temporary: u64,
+    /// Frees (and reallocs) of blocks whose allocation was never recorded: made before tracing
+    /// began, or through a path the shim does not see. Counted, never subtracted from anything.
+    pub unknown_frees: u64,
     /// Time of the last allocation or free (clock ns).
     pub last_t: u64,
     /// Mean bytes between sampled stacks, 0 when every stack was taken.
@@ -89,6 +92,9 @@ impl Heap {
     /// are ignored (0 bytes).
     pub fn free(&mut self, t: u64, tid: u32, addr: u64, realloc: bool) -> u64 {
         let Some(block) = self.live.remove(addr) else {
+            if addr != 0 {
+                self.unknown_frees += 1;
+            }
             return 0;
         };
         self.last_t = self.last_t.max(t);
@@ -241,7 +247,8 @@ mod tests {
         alloc(&mut h, 3, 1, 0x30, 200, 7);
         alloc(&mut h, 4, 2, 0x40, 10, 9);
         free(&mut h, 1, 0x30, false); // thread 1 allocated nothing since: temporary too
-        free(&mut h, 2, 0x999, false); // unknown: ignored
+        free(&mut h, 2, 0x999, false); // unknown: ignored, but counted
+        assert_eq!(h.unknown_frees, 1);
         assert_eq!(h.allocations, 4);
         assert_eq!(h.frees, 2);
         assert_eq!(h.temporary, 2);

@@ -59,6 +59,7 @@ pub(crate) fn heap(peak: u64) -> HeapSummary {
         live_bytes: 4396,
         live_count: 100,
         temporary_allocations: 40,
+        unknown_frees: 0,
         peak_sites: Vec::new(),
     }
 }
@@ -76,6 +77,7 @@ fn process(pid: u32, argv: &[&str]) -> Process {
         forked: false,
         truncated: false,
         end: Some("exit"),
+        end_signal: None,
         dropped_events: 0,
         sampling_bytes: None,
         python: None,

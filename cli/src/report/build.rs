@@ -51,6 +51,7 @@ fn process(t: &Replayed) -> Process {
         live_bytes: t.heap.live_bytes,
         live_count: t.heap.live_count(),
         temporary_allocations: t.heap.temporary,
+        unknown_frees: t.heap.unknown_frees,
         peak_sites: {
             let mut sites = leak_class(t, &mut sym, &t.heap.peak_sites()).sites;
             sites.truncate(PEAK_SITES);
@@ -85,6 +86,10 @@ fn process(t: &Replayed) -> Process {
         forked: t.header.forked,
         truncated: t.truncated,
         end: t.end.as_ref().map(|e| end_name(e.reason)),
+        end_signal: t.end.as_ref().and_then(|e| match e.reason {
+            EndReason::Signal(n) => Some(signal_name(n)),
+            _ => None,
+        }),
         dropped_events: t.dropped,
         sampling_bytes: (t.heap.sample_bytes > 0).then_some(t.heap.sample_bytes),
         rank: super::ranks::rank(t),
@@ -200,11 +205,29 @@ fn series(s: &crate::analysis::timeline::Series, start_ns: u64) -> Vec<(f64, u64
         .collect()
 }
 
+/// A signal's name, as `kill -l` spells it.
+fn signal_name(n: i32) -> String {
+    let name = match n {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        11 => "SIGSEGV",
+        15 => "SIGTERM",
+        _ => return format!("signal {n}"),
+    };
+    name.to_string()
+}
+
 fn end_name(r: EndReason) -> &'static str {
     match r {
         EndReason::Exit => "exit",
         EndReason::QuickExit => "quick_exit",
         EndReason::Exec => "exec",
         EndReason::Failure => "failure",
+        EndReason::Signal(_) => "signal",
     }
 }

@@ -34,6 +34,8 @@ pub extern "C" fn syscall(
 ) -> c_long {
     match n {
         libc::SYS_close => crate::owned_fds::released(a0 as c_int, a0 as c_int),
+        // A new disposition set behind `sigaction`'s back: the shim's handler is gone.
+        libc::SYS_rt_sigaction if a1 != 0 => crate::crash::step_aside(a0 as c_int),
         libc::SYS_dup2 | libc::SYS_dup3 if a0 != a1 => {
             crate::owned_fds::released(a1 as c_int, a1 as c_int)
         }

@@ -8,9 +8,11 @@
 #![allow(unsafe_code)]
 
 mod clone;
+mod dlopen;
 mod exec_list;
 mod fds;
 mod heap;
 mod mmap;
 mod numa;
 pub(crate) mod process;
+mod signals;

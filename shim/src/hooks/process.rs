@@ -60,9 +60,10 @@ pub extern "C" fn fexecve(fd: c_int, argv: Argv, envp: Argv) -> c_int {
 }
 
 /// `dlclose`: the module map is recorded first, so a library loaded and unloaded between two
-/// samples is still known, and its frames can be named. (`dlopen` is not hooked: glibc resolves a
-/// library's search path from its caller, which a wrapper would change; the sampler sees new modules
-/// within 100 ms, and this hook catches any that leave sooner.)
+/// samples is still known, and its frames can be named. (`dlopen` is only watched, by a tail-jump
+/// trampoline in `dlopen.rs`: glibc resolves a library's search path from its caller, which a
+/// wrapper would change; the sampler sees new modules within 100 ms, and this hook catches any
+/// that leave sooner.)
 #[no_mangle]
 pub extern "C" fn dlclose(handle: *mut std::ffi::c_void) -> c_int {
     recorder::lifecycle(session::record_modules);

@@ -130,6 +130,8 @@ symbols! {
     FEXECVE = c"fexecve";
     SYSCALL = c"syscall";
     CLOSE = c"close";
+    SIGACTION = c"sigaction";
+    SIGNAL = c"signal";
     DUP2 = c"dup2";
     DUP3 = c"dup3";
     CLONE = c"clone";
@@ -148,6 +150,46 @@ pub static MOVE_PAGES: LazySym = LazySym::new(c"move_pages");
 pub static EXECVEAT: LazySym = LazySym::new(c"execveat");
 pub static CLOSE_RANGE: LazySym = LazySym::new(c"close_range");
 pub static CLOSEFROM: LazySym = LazySym::new(c"closefrom");
+
+/// The malloc family: served by the allocator the program's own calls reach.
+const HEAP_NAMES: [&CStr; 10] = [
+    c"malloc",
+    c"calloc",
+    c"realloc",
+    c"free",
+    c"posix_memalign",
+    c"aligned_alloc",
+    c"memalign",
+    c"valloc",
+    c"pvalloc",
+    c"malloc_usable_size",
+];
+
+/// Where the shim's own heap calls go. Normally the allocator after the shim (`RTLD_NEXT`). But
+/// when another allocator comes first in the global scope (jemalloc or tcmalloc preloaded before
+/// the shim, or one the executable defines), the program, libc and every library the shim loads
+/// (libunwind, zstd's C code) allocate and free through that one: the shim's own blocks must come
+/// from it too, or a block would be freed by an allocator that never made it.
+fn heap_handle() -> *mut c_void {
+    let first = dlsym(libc::RTLD_DEFAULT, c"malloc");
+    if first.is_null() || same_object(first as usize, heap_handle as fn() -> *mut c_void as usize) {
+        libc::RTLD_NEXT
+    } else {
+        libc::RTLD_DEFAULT
+    }
+}
+
+/// Whether two code addresses lie in the same loaded object.
+fn same_object(a: usize, b: usize) -> bool {
+    let base = |addr: usize| {
+        // SAFETY: an all-zero Dl_info is a valid out-structure; dladdr accepts any address.
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let found = unsafe { libc::dladdr(addr as *const c_void, &mut info) } != 0;
+        found.then_some(info.dli_fbase as usize)
+    };
+    matches!((base(a), base(b)), (Some(x), Some(y)) if x == y)
+}
 
 /// True once every symbol has been looked up; false on the resolving thread while it resolves.
 #[inline]
@@ -175,8 +217,14 @@ fn resolve_slow() -> bool {
                     break;
                 }
             }
+            let heap_handle = heap_handle();
             for sym in ALL {
-                let p = dlsym(libc::RTLD_NEXT, sym.name);
+                let handle = if HEAP_NAMES.contains(&sym.name) {
+                    heap_handle
+                } else {
+                    libc::RTLD_NEXT
+                };
+                let p = dlsym(handle, sym.name);
                 sym.addr.store(p as usize, Ordering::Relaxed);
             }
             RESOLVER.store(0, Ordering::Release);
@@ -191,6 +239,33 @@ fn resolve_slow() -> bool {
             true
         }
     }
+}
+
+/// The path of the object that defines the `malloc` the program's calls reach, when it is not the
+/// shim: an allocator preloaded before it (jemalloc, tcmalloc), whose heap calls never reach the
+/// shim's hooks.
+pub fn foreign_malloc() -> Option<String> {
+    let p = dlsym(libc::RTLD_DEFAULT, c"malloc");
+    if p.is_null()
+        || same_object(
+            p as usize,
+            foreign_malloc as fn() -> Option<String> as usize,
+        )
+    {
+        return None;
+    }
+    // SAFETY: an all-zero Dl_info is a valid out-structure; dladdr accepts any address.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; on success dli_fname is a NUL-terminated path owned by the loader.
+    let name = unsafe {
+        if libc::dladdr(p, &mut info) == 0 || info.dli_fname.is_null() {
+            return Some("another library".into());
+        }
+        CStr::from_ptr(info.dli_fname)
+            .to_string_lossy()
+            .into_owned()
+    };
+    Some(name)
 }
 
 /// glibc's `dlsym`, called from inside the shim (so `RTLD_NEXT` means "after libmemshim").
@@ -251,11 +326,13 @@ mod heap;
 mod map;
 mod numa;
 mod process;
+mod signals;
 
 #[cfg_attr(test, allow(unused_imports))]
 pub use fds::*;
 pub use heap::*;
 pub use map::*;
+pub use signals::*;
 // Only the hooks call these, and the hooks are not built for unit tests.
 #[cfg_attr(test, allow(unused_imports))]
 pub use numa::*;

@@ -30,6 +30,7 @@ impl Writer {
 
     fn drain_and_end(&mut self, reason: EndReason) -> io::Result<()> {
         if let Some(rx) = self.rx.take() {
+            // At a signal, producers have stopped; what they sent before is all there is.
             loop {
                 match rx.try_recv() {
                     Ok(Msg::Shutdown { ack, .. }) => {
@@ -43,7 +44,10 @@ impl Writer {
             }
             // Dropping the receiver here makes any late sender fail at once instead of waiting.
         }
-        if self.cfg.symbolize && reason != EndReason::Exec {
+        // Not at exec (the new image must not wait) nor in a dying process (the signal's handler
+        // waits): `memshim report` names the frames offline from the module map.
+        let symbolize = !matches!(reason, EndReason::Exec | EndReason::Signal(_));
+        if self.cfg.symbolize && symbolize {
             let t = clock::monotonic_ns();
             let addrs: Vec<u64> = self.addresses.iter().copied().collect();
             let outcome = symbolize::resolve(&addrs, SYMBOLIZE_BUDGET);

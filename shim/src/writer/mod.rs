@@ -123,6 +123,11 @@ impl Writer {
         let mut last_flush = Instant::now();
         let mut nap = NAP;
         loop {
+            if let Some(sig) = session::signal_end() {
+                self.close(EndReason::Signal(sig));
+                session::signal_end_done();
+                return;
+            }
             let mut step = Ok(None);
             let mut taken = 0;
             // The clock is read once per batch, not per message.

@@ -125,11 +125,11 @@ pub enum Record {
     /// allocations (and their frees) are recorded as events; the first one is the baseline at the
     /// start of the trace. Since version 6.
     HeapTotals(HeapTotals),
-    /// An event of PyTorch's CUDA caching allocator. Since version 7.
+    /// An event of PyTorch's CUDA caching allocator. Since version 8.
     Torch(TorchEvent),
-    /// PyTorch's caching allocator ran out of memory, with its figures. Since version 7.
+    /// PyTorch's caching allocator ran out of memory, with its figures. Since version 8.
     TorchOom(Box<TorchOom>),
-    /// Whether PyTorch's caching allocator is seen from the inside, and why not. Since version 7.
+    /// Whether PyTorch's caching allocator is seen from the inside, and why not. Since version 8.
     TorchState(Box<TorchState>),
 }
 

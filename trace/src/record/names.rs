@@ -81,6 +81,11 @@ pub enum EndReason {
     Exec,
     /// The shim stopped tracing because of an internal failure (see the notes).
     Failure,
+    /// A signal whose default action ends the process (a crash such as `SIGSEGV` or `SIGABRT`, or
+    /// `SIGTERM`, `SIGINT`, `SIGHUP`, `SIGQUIT`) arrived with no handler of the program's: the
+    /// shim's handler wrote what was recorded, then let the signal take its default action. The
+    /// number is the signal's. Since format version 7.
+    Signal(i32),
 }
 
 /// The orderly end of a trace.

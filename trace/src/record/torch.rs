@@ -1,5 +1,5 @@
 //! PyTorch's CUDA caching allocator, seen from the inside: its own block and segment events and
-//! its out-of-memory reports. Since version 7.
+//! its out-of-memory reports. Since version 8.
 //!
 //! These are a layer above the driver's records, never beside them: a segment the allocator
 //! reserves is also a driver allocation ([`super::DeviceAlloc`]), and a block is a part of a segment.

@@ -98,6 +98,10 @@ impl Text {
             Some("exit") => "exited normally".to_string(),
             Some("quick_exit") => "exited with _exit".to_string(),
             Some("exec") => "replaced itself with exec".to_string(),
+            Some("signal") => format!(
+                "killed by {} (everything recorded up to it is in the trace)",
+                p.end_signal.as_deref().unwrap_or("a signal")
+            ),
             Some(other) => format!("ended: {other}"),
             None => "TRUNCATED: the trace was not closed (killed or crashed)".to_string(),
         }];

@@ -76,8 +76,11 @@ pub struct Process {
     pub duration_s: f64,
     pub forked: bool,
     pub truncated: bool,
-    /// "exit", "quick_exit", "exec", "failure", or null when the trace has no end.
+    /// "exit", "quick_exit", "exec", "failure", "signal", or null when the trace has no end.
     pub end: Option<&'static str>,
+    /// With `end` "signal": which one (`SIGSEGV`, ...). The shim's handler wrote the trace whole,
+    /// then the signal took its default action.
+    pub end_signal: Option<String>,
     pub dropped_events: u64,
     /// Host stacks were sampled, one per this many bytes on average; null when every stack was taken.
     pub sampling_bytes: Option<u64>,
@@ -163,6 +166,9 @@ pub struct HeapSummary {
     pub live_bytes: u64,
     pub live_count: u64,
     pub temporary_allocations: u64,
+    /// Frees of blocks whose allocation the trace never saw (made before tracing began, or out of
+    /// the shim's view); they change no other figure.
+    pub unknown_frees: u64,
     /// The sites that held the most when the peak was reached (`bytes`/`count`: what they held
     /// then), at most [`PEAK_SITES`], largest first: the flame graph at the peak.
     pub peak_sites: Vec<Site>,

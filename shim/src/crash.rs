@@ -1,0 +1,165 @@
+//! The last moment before a crash or a terminating signal: when a signal whose default action ends
+//! the process arrives and the program has no handler of its own for it, the shim's handler has the
+//! writer put everything recorded so far on disk, with an end record that names the signal, then
+//! lets the signal take its default action (same death, same exit status, same core dump).
+//!
+//! Handlers are installed at start only where the disposition is the default, and the shim steps
+//! aside as soon as the program sets its own (the `sigaction`/`signal` hooks): the program's handler
+//! then runs exactly as it would have, and a query of the disposition answers as if the shim were
+//! not there (the default, while the shim's handler stands in for it).
+//!
+//! # Safety
+//! The handler does only async-signal-safe things: atomic loads and stores, `nanosleep` while it
+//! waits (with a deadline) for the writer thread, `sigaction` to restore the default, and `tgkill`
+//! to send the signal again. It skips the flush when the signal arrived while the thread was inside
+//! the shim (its state may be half-changed there). `sigaction` structures are zeroed C structs
+//! filled field by field; pointers passed to the real `sigaction` come from the caller or our stack.
+#![allow(unsafe_code)]
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// The signals handled: crashes, then the terminating signals a job is stopped with.
+const SIGNALS: [i32; 9] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGABRT,
+    libc::SIGFPE,
+    libc::SIGILL,
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+];
+
+/// Bit `n`: the shim's handler stands in for the default action of signal `n`.
+static OURS: AtomicU64 = AtomicU64::new(0);
+
+fn bit(sig: i32) -> u64 {
+    if (1..64).contains(&sig) {
+        1 << sig
+    } else {
+        0
+    }
+}
+
+/// Whether the shim's handler stands for `sig`.
+pub fn handles(sig: i32) -> bool {
+    OURS.load(Ordering::Acquire) & bit(sig) != 0
+}
+
+/// The program is setting its own disposition for `sig`: the shim's handler is no longer there.
+pub fn step_aside(sig: i32) {
+    OURS.fetch_and(!bit(sig), Ordering::AcqRel);
+}
+
+/// What a query of each signal's disposition must answer while the shim's handler stands in for its
+/// default: the default exactly as the kernel held it (flags and mask included) when the shim took
+/// its place, or as the program last set it. Guarded by `VIEWS_BUSY` (tried, never waited on: a
+/// signal handler may call `sigaction` on a thread that is inside it).
+struct Views(UnsafeCell<[libc::sigaction; 64]>);
+// SAFETY: every access holds VIEWS_BUSY.
+unsafe impl Sync for Views {}
+// SAFETY: an all-zero sigaction is a valid value (SIG_DFL, empty mask, no flags).
+static VIEWS: Views = Views(UnsafeCell::new(unsafe { std::mem::zeroed() }));
+static VIEWS_BUSY: AtomicBool = AtomicBool::new(false);
+
+fn with_views<T>(f: impl FnOnce(&mut [libc::sigaction; 64]) -> T) -> Option<T> {
+    if VIEWS_BUSY.swap(true, Ordering::Acquire) {
+        return None;
+    }
+    // SAFETY: VIEWS_BUSY is held, so this is the only reference.
+    let out = f(unsafe { &mut *VIEWS.0.get() });
+    VIEWS_BUSY.store(false, Ordering::Release);
+    Some(out)
+}
+
+/// Puts the shim's handler in place of `sig`'s default action.
+fn take_over(sig: i32) -> bool {
+    // SAFETY: a zeroed sigaction is valid; the real sigaction reads it.
+    unsafe {
+        let mut act: libc::sigaction = std::mem::zeroed();
+        act.sa_sigaction = handler as *const () as usize;
+        // On the program's alternate stack if it has one (a stack overflow needs it), and with
+        // every signal blocked while the trace is written.
+        act.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+        libc::sigfillset(&mut act.sa_mask);
+        OURS.fetch_or(bit(sig), Ordering::AcqRel);
+        if crate::real::sigaction(sig, &act, std::ptr::null_mut()) != 0 {
+            step_aside(sig);
+            return false;
+        }
+    }
+    true
+}
+
+/// The disposition the kernel holds for `sig` now.
+fn query(sig: i32) -> Option<libc::sigaction> {
+    // SAFETY: a zeroed sigaction is a valid out-buffer for the real sigaction.
+    unsafe {
+        let mut now: libc::sigaction = std::mem::zeroed();
+        (crate::real::sigaction(sig, std::ptr::null(), &mut now) == 0).then_some(now)
+    }
+}
+
+/// Installs the handler for every signal of [`SIGNALS`] that still has its default action.
+pub fn install() {
+    for sig in SIGNALS {
+        let Some(now) = query(sig).filter(|a| a.sa_sigaction == libc::SIG_DFL) else {
+            continue;
+        };
+        if with_views(|v| v[sig as usize] = now).is_some() {
+            take_over(sig);
+        }
+    }
+}
+
+/// Writes the disposition the program would see for a signal the shim stands in for.
+///
+/// # Safety
+/// `old` is null or valid for a write of a `sigaction`.
+pub unsafe fn report_view(sig: i32, old: *mut libc::sigaction) {
+    if old.is_null() || !(1..64).contains(&sig) {
+        return;
+    }
+    // SAFETY: an all-zero sigaction is the default.
+    let view = with_views(|v| v[sig as usize]).unwrap_or(unsafe { std::mem::zeroed() });
+    // SAFETY: the caller vouches for `old`.
+    unsafe { old.write(view) };
+}
+
+/// The program sets `sig` back to its default action (by `sigaction` or `signal`, through `set`)
+/// while the shim's handler stands in for it: the call is made for real, so that what a later
+/// query answers is exactly what the kernel would hold, then the handler takes the default's place
+/// again. Returns what `set` returned.
+pub fn set_default_keeping_handler<T>(sig: i32, set: impl FnOnce() -> T) -> T {
+    let out = set();
+    if let Some(now) = query(sig).filter(|a| a.sa_sigaction == libc::SIG_DFL) {
+        if with_views(|v| v[sig as usize] = now).is_some() {
+            take_over(sig);
+        }
+    }
+    out
+}
+
+extern "C" fn handler(sig: i32, _info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    let saved = crate::sys::errno();
+    if handles(sig) && !crate::guard::inside() {
+        crate::session::end_on_signal(sig);
+    }
+    step_aside(sig);
+    // SAFETY: restoring the default with a zeroed (SIG_DFL) action, then sending the signal to this
+    // very thread: it is blocked until the handler returns, and then takes its default action (a
+    // fault that was the cause would also recur on return, to the same end).
+    unsafe {
+        let dfl: libc::sigaction = std::mem::zeroed();
+        crate::real::sigaction(sig, &dfl, std::ptr::null_mut());
+        libc::syscall(
+            libc::SYS_tgkill,
+            libc::getpid(),
+            libc::syscall(libc::SYS_gettid),
+            sig,
+        );
+    }
+    crate::sys::set_errno(saved);
+}
