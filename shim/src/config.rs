@@ -8,6 +8,7 @@
 //! | `MEMSHIM_MMAP` | record anonymous mmap/munmap/mremap (`0` to turn off) | on |
 //! | `MEMSHIM_CUDA` | record CUDA driver memory calls (`0` to turn off) | on |
 //! | `MEMSHIM_PYTHON` | add CPython frames to stacks (`0` to turn off) | on |
+//! | `MEMSHIM_TORCH` | record PyTorch's caching allocator from the inside (`0`: driver level only) | on |
 //! | `MEMSHIM_SYMBOLIZE` | symbolize in-process at exit (`0` to leave it to the CLI) | on |
 //! | `MEMSHIM_SAMPLE_BYTES` | sample one host allocation per this many bytes on average (`0`: every one) | 0 |
 //! | `MEMSHIM_SAMPLE_EVENTS` | with sampling: `sampled` records only sampled allocations and counts the rest; `all` records every allocation and free | sampled |
@@ -51,6 +52,8 @@ pub struct Config {
     pub copy_event_bytes: u64,
     /// Collect CUPTI's unified-memory counters once the process uses CUDA.
     pub cupti: bool,
+    /// Attach to PyTorch's caching allocator (checked releases only).
+    pub torch: bool,
     /// Where libcupti is, when the loader's path and the toolkit's usual places do not have it.
     pub cupti_lib: Option<String>,
     /// No message at exit.
@@ -87,6 +90,7 @@ impl Config {
         let quiet = flag("MEMSHIM_QUIET", false);
         // Off by default: CUPTI is heavy to load, and only one tool may hold it.
         let cupti = flag("MEMSHIM_CUPTI", false);
+        let torch = flag("MEMSHIM_TORCH", true);
         let disabled = flag("MEMSHIM_DISABLE", false);
         let stack_depth = match get("MEMSHIM_STACK_DEPTH") {
             None => 64,
@@ -174,6 +178,7 @@ impl Config {
             placement_bytes,
             copy_event_bytes,
             cupti,
+            torch,
             cupti_lib: get("MEMSHIM_CUPTI_LIB").filter(|v| !v.is_empty()),
             stack_depth,
             heap,

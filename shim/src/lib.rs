@@ -59,6 +59,7 @@ mod sys;
 mod threadcpus;
 mod threads;
 mod topology;
+mod torch;
 mod unwind;
 mod writer;
 

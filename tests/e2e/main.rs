@@ -22,5 +22,6 @@ mod robustness;
 mod run_faults;
 mod schema;
 mod symbol_cache;
+mod torch;
 mod torture;
 mod util;

@@ -16,7 +16,7 @@ fn leaks_dir() -> PathBuf {
 
 /// The CPython interpreters to test: `python3` on PATH and every pyenv 3.9-3.13, each by the real
 /// path of its executable (pyenv's `python3` is a shell script that runs several processes).
-fn interpreters() -> Vec<PathBuf> {
+pub(crate) fn interpreters() -> Vec<PathBuf> {
     let mut found = Vec::new();
     let real = |cmd: &Path| -> Option<PathBuf> {
         let out = Command::new(cmd)
@@ -57,7 +57,7 @@ fn interpreters() -> Vec<PathBuf> {
 
 /// `memshim run --quiet -o <traces> <flags> -- <python> <args>` in `dir`, with `env` set and no
 /// bytecode files written next to the scripts; it must exit 0.
-fn run_python(
+pub(crate) fn run_python(
     dir: &TestDir,
     traces: &Path,
     flags: &[&str],
@@ -132,7 +132,7 @@ fn run_script(python: &Path, test: &str, env: &[(&str, &str)]) -> (Value, TestDi
 }
 
 /// The Python frames of a site as (function, file name, line), innermost first.
-fn python_frames(site: &Value) -> Vec<(String, String, u64)> {
+pub(crate) fn python_frames(site: &Value) -> Vec<(String, String, u64)> {
     frames(site)
         .iter()
         .filter(|f| f["kind"] == "python")

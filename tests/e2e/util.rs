@@ -168,6 +168,7 @@ pub fn hermetic(cmd: &mut Command) {
         "MEMSHIM_SYMBOLIZE",
         "MEMSHIM_QUIET",
         "MEMSHIM_PYTHON",
+        "MEMSHIM_TORCH",
         "MEMSHIM_SAMPLE_BYTES",
         "PYTHONMALLOC",
     ] {

@@ -38,8 +38,8 @@ pub use record::{
     DeviceAlloc, DeviceFree, DeviceMemory, End, EndReason, Event, FrameRef, Free, GpuInfo,
     GpuSample, HeapStats, HeapTotals, ManagedHint, Map, MapFn, MemInfo, Module, ModuleUnload, Note,
     NumaCall, NumaFn, NumaNode, Placement, PyCode, PyString, PythonRuntime, RankInfo,
-    ReallocFailed, Record, Segment, StackDef, SymFrame, Symbol, ThreadCpu, TimedCopy, Transfer,
-    UmCounter, Unmap, Usable, PYTHON_FRAME, UNSAMPLED,
+    ReallocFailed, Record, Segment, StackDef, SymFrame, Symbol, ThreadCpu, TimedCopy, TorchAction,
+    TorchEvent, TorchOom, TorchState, Transfer, UmCounter, Unmap, Usable, PYTHON_FRAME, UNSAMPLED,
 };
 pub use serials::FreeBack;
 pub use writer::TraceWriter;

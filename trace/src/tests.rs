@@ -49,6 +49,41 @@ pub(crate) fn events_n(n: u64) -> Vec<Event> {
             first_line: 40,
         }),
     });
+    // Version 8: PyTorch's allocator, from the inside.
+    v.push(Event {
+        t: 5_500_000,
+        tid: 101,
+        record: Record::TorchState(Box::new(TorchState {
+            enabled: true,
+            version: "2.11.0+cu130".into(),
+            backend: "native".into(),
+            detail: "trace tracker and out-of-memory observer attached".into(),
+        })),
+    });
+    v.push(Event {
+        t: 5_600_000,
+        tid: 101,
+        record: Record::Torch(TorchEvent {
+            action: TorchAction::Alloc,
+            device: 0,
+            addr: 0x7f00_0020_0000,
+            size: 3 << 20,
+            stream: 0,
+            stack: 0,
+        }),
+    });
+    v.push(Event {
+        t: 5_700_000,
+        tid: 101,
+        record: Record::TorchOom(Box::new(TorchOom {
+            device: 0,
+            requested: 1 << 30,
+            device_total: 80 << 30,
+            device_free: 12 << 20,
+            largest_free: Some(20 << 20),
+            stack: 0,
+        })),
+    });
     // Version 5: an event-timed copy and, later, its GPU time.
     v.push(Event {
         t: 6_000_000,

@@ -14,6 +14,7 @@ pub mod mmap;
 pub mod numa;
 pub mod python_sites;
 pub mod timeline;
+pub mod torch;
 pub mod transfers;
 pub mod unified;
 

@@ -33,6 +33,45 @@ pub fn groups(stacks: &HashMap<u32, Vec<u64>>) -> HashMap<u32, u32> {
     out
 }
 
+/// As [`groups`], for the stacks of `sites` alone, each Python location represented by the stack
+/// that allocated the most bytes there: its native frames are the ones a reader should see (a
+/// device site shows a device allocation's stack, not a host one that reached the same line first).
+pub fn groups_by_weight(
+    stacks: &HashMap<u32, Vec<u64>>,
+    sites: &HashMap<u32, SiteStats>,
+) -> HashMap<u32, u32> {
+    let mut ids: Vec<u32> = sites
+        .keys()
+        .copied()
+        .filter(|id| stacks.contains_key(id))
+        .collect();
+    ids.sort_unstable();
+    let mut best: HashMap<Vec<u64>, (u64, u32)> = HashMap::default();
+    let mut keys: Vec<(u32, Vec<u64>)> = Vec::new();
+    for id in ids {
+        let key: Vec<u64> = stacks[&id]
+            .iter()
+            .copied()
+            .filter(|&f| matches!(FrameRef::decode(f), FrameRef::Python { .. }))
+            .collect();
+        if key.is_empty() {
+            continue;
+        }
+        let weight = sites[&id].allocated_bytes;
+        let e = best.entry(key.clone()).or_insert((weight, id));
+        if weight > e.0 {
+            *e = (weight, id);
+        }
+        keys.push((id, key));
+    }
+    keys.into_iter()
+        .filter_map(|(id, key)| {
+            let canon = best[&key].1;
+            (canon != id).then_some((id, canon))
+        })
+        .collect()
+}
+
 /// The site a stack id belongs to.
 pub fn site_of(groups: &HashMap<u32, u32>, stack: u32) -> u32 {
     groups.get(&stack).copied().unwrap_or(stack)
@@ -93,5 +132,21 @@ mod tests {
         assert_eq!(r[&3].live_bytes, 300);
         assert_eq!(r[&3].allocations, 3);
         assert_eq!(r[&4].live_bytes, 400);
+        // Among these sites alone, the heaviest stack of a location represents it.
+        let heavy = |b| SiteStats {
+            allocated_bytes: b,
+            ..Default::default()
+        };
+        let sites: HashMap<u32, SiteStats> = [(3, heavy(10)), (5, heavy(99)), (6, heavy(1))]
+            .into_iter()
+            .collect();
+        let g = groups_by_weight(&stacks, &sites);
+        assert_eq!(site_of(&g, 3), 5);
+        assert_eq!(site_of(&g, 5), 5);
+        assert_eq!(
+            g.len(),
+            1,
+            "stack 4 is not among the sites; 6 has no Python frames"
+        );
     }
 }

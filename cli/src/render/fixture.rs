@@ -96,6 +96,7 @@ fn process(pid: u32, argv: &[&str]) -> Process {
         },
         growth: GrowthSection::default(),
         device: DeviceSection::default(),
+        torch: Default::default(),
         transfers: TransfersSection::default(),
         timeline: Timeline::default(),
         numa: NumaSection::default(),

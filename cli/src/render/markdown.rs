@@ -241,6 +241,7 @@ impl Markdown {
             self.leaks("Leaked managed memory", &p.leaks.managed, out)?;
             self.leaks("Leaked pinned host memory", &p.leaks.pinned, out)?;
         }
+        super::markdown_torch::torch(p, self.top, out)?;
         if !p.transfers.summary.is_empty() {
             writeln!(out, "### Transfers\n")?;
             writeln!(
@@ -373,7 +374,7 @@ fn program_bytes(c: &LeakClass) -> u64 {
 
 /// A site as one table cell: the innermost frames, innermost first, separated by arrows, ending at
 /// `main` (what runs before it is the C library's start-up).
-fn site_cell(frames: &[FrameOut]) -> String {
+pub(super) fn site_cell(frames: &[FrameOut]) -> String {
     let (first, native) = site_view(frames);
     let end = first
         .iter()

@@ -3,6 +3,7 @@ pub mod colour;
 pub mod html;
 pub mod json;
 pub mod markdown;
+mod markdown_torch;
 pub mod numa_lines;
 pub mod text;
 

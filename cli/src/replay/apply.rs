@@ -50,6 +50,9 @@ pub fn kind_name(r: &Record) -> &'static str {
         Record::FreeBack(_) => "free_back",
         Record::Usable(_) => "usable",
         Record::HeapTotals(_) => "heap_totals",
+        Record::Torch(_) => "torch",
+        Record::TorchOom(_) => "torch_oom",
+        Record::TorchState(_) => "torch_state",
     }
 }
 
@@ -213,6 +216,9 @@ pub(super) fn apply(r: &mut Replayed, ev: Event) {
             Some(c) => c.reading(ev.t, h),
             None => r.heap_totals = Some(crate::analysis::heap_totals::Counted::new(ev.t, h)),
         },
+        Record::Torch(e) => r.torch.event(ev.t, ev.tid, &e),
+        Record::TorchOom(o) => r.torch.oom(ev.t, *o),
+        Record::TorchState(s) => r.torch.state = Some(*s),
         Record::NumaCall(c) => {
             if r.numa_calls.len() < MAX_NUMA_CALLS {
                 r.numa_calls.push((ev.t, ev.tid, *c));

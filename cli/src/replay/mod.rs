@@ -83,6 +83,8 @@ pub struct Replayed {
     pub device: Device,
     /// The copies.
     pub transfers: Transfers,
+    /// PyTorch's caching allocator, from the inside.
+    pub torch: crate::analysis::torch::Torch,
     /// Unified-memory activity from CUPTI.
     pub unified: crate::analysis::unified::Unified,
     /// The machine's NUMA nodes.
@@ -240,6 +242,7 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
         mmap: Mappings::default(),
         device: Device::default(),
         transfers: Transfers::default(),
+        torch: Default::default(),
         topology: Vec::new(),
         fragmentation: Fragmentation::default(),
         counters: Vec::new(),

@@ -36,6 +36,7 @@ fn process(t: &Replayed) -> Process {
     let [device, managed, pinned, registered] = super::device::leaks(t, &mut sym);
     let device_section = super::device::section(t, &mut sym, &device);
     let growth = super::growth::section(t, &mut sym);
+    let torch = super::torch::section(t, &mut sym);
     let transfers = super::transfers::section(t, &mut sym);
     let mut heap = HeapSummary {
         totals_from: super::counted::FROM_EVENTS,
@@ -129,6 +130,7 @@ fn process(t: &Replayed) -> Process {
         },
         growth,
         device: device_section,
+        torch,
         transfers,
         timeline: Timeline {
             host_live: series(t.host_live(), t.header.clock_start_ns),
@@ -150,8 +152,18 @@ pub fn leak_class(
     sym: &mut Symbolizer,
     sites: &HashMap<u32, SiteStats>,
 ) -> LeakClass {
+    leak_class_grouped(t, sym, sites, &t.py_groups)
+}
+
+/// As [`leak_class`], with the stacks of each Python location grouped as `groups` says.
+pub fn leak_class_grouped(
+    t: &Replayed,
+    sym: &mut Symbolizer,
+    sites: &HashMap<u32, SiteStats>,
+    groups: &HashMap<u32, u32>,
+) -> LeakClass {
     let sampled = t.heap.sample_bytes > 0;
-    let sites = &crate::analysis::python_sites::regroup(sites, &t.py_groups);
+    let sites = &crate::analysis::python_sites::regroup(sites, groups);
     let list: Vec<Site> = live_sites(sites)
         .into_iter()
         .map(|(id, s)| {

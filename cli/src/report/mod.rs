@@ -16,5 +16,6 @@ pub mod owner;
 pub mod ranks;
 pub mod redact;
 pub mod system;
+pub mod torch;
 pub mod transfers;
 pub mod unified;

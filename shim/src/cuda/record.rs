@@ -45,6 +45,7 @@ pub fn alloc(api: CudaApi, kind: DeviceMemory, addr: u64, size: u64) {
         }),
         true,
     );
+    crate::torch::on_driver_alloc();
 }
 
 /// A release, before the real call.

@@ -103,6 +103,11 @@ pub fn detect(modules: &[Module], enabled: bool) -> Option<PythonRuntime> {
     }
 }
 
+/// True once the CPython interpreter the process runs has begun to shut down (false without one).
+pub fn finalizing() -> bool {
+    RUNTIME.get().is_some_and(|rt| rt.finalizing())
+}
+
 /// A fork child names code objects again in its own trace.
 pub fn after_fork() {
     codes::forget();

@@ -193,6 +193,13 @@ impl Runtime {
         }
     }
 
+    /// True once the interpreter has begun to shut down (module globals are being cleared).
+    #[inline]
+    pub fn finalizing(&self) -> bool {
+        // SAFETY: as in `thread_state`: it takes no arguments and only reads the runtime's state.
+        self.is_finalizing.is_some_and(|f| unsafe { f() } != 0)
+    }
+
     /// The newest thread state of the main interpreter (0 when none), or `None` while finalizing.
     pub fn thread_head(&self) -> Option<usize> {
         let (interp_head, thread_head) = self.threads?;

@@ -408,6 +408,8 @@ fn set_stack(record: &mut Record, id: u32) {
         Record::Copy(r) => r.stack = id,
         Record::TimedCopy(r) => r.copy.stack = id,
         Record::NumaCall(r) => r.stack = id,
+        Record::Torch(r) => r.stack = id,
+        Record::TorchOom(r) => r.stack = id,
         _ => {}
     }
 }

@@ -10,6 +10,7 @@ mod job;
 mod names;
 mod python;
 mod system;
+mod torch;
 
 pub use cuda::*;
 pub use heap::*;
@@ -17,6 +18,7 @@ pub use job::*;
 pub use names::*;
 pub use python::*;
 pub use system::*;
+pub use torch::*;
 
 /// One timestamped record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -123,6 +125,12 @@ pub enum Record {
     /// allocations (and their frees) are recorded as events; the first one is the baseline at the
     /// start of the trace. Since version 6.
     HeapTotals(HeapTotals),
+    /// An event of PyTorch's CUDA caching allocator. Since version 8.
+    Torch(TorchEvent),
+    /// PyTorch's caching allocator ran out of memory, with its figures. Since version 8.
+    TorchOom(Box<TorchOom>),
+    /// Whether PyTorch's caching allocator is seen from the inside, and why not. Since version 8.
+    TorchState(Box<TorchState>),
 }
 
 impl Record {

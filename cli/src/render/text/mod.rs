@@ -8,6 +8,7 @@ use crate::report::model::{
 use crate::report::owner::first_program_function;
 
 mod gpu;
+mod torch;
 
 /// The text renderer.
 pub struct Text {
@@ -147,6 +148,7 @@ impl Text {
         if p.device.seen {
             self.device(p, out)?;
         }
+        self.torch(p, out)?;
         if !p.transfers.summary.is_empty() {
             self.transfers(p, out)?;
         }

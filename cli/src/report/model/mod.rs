@@ -3,10 +3,12 @@ use serde::Serialize;
 
 mod device;
 mod system;
+mod torch;
 mod transfers;
 
 pub use device::*;
 pub use system::*;
+pub use torch::*;
 pub use transfers::*;
 
 /// The schema name and major version.
@@ -106,6 +108,8 @@ pub struct Process {
     pub leaks: Leaks,
     pub growth: GrowthSection,
     pub device: DeviceSection,
+    /// PyTorch's caching allocator, from the inside.
+    pub torch: TorchSection,
     pub transfers: TransfersSection,
     pub timeline: Timeline,
     pub numa: NumaSection,
