@@ -216,7 +216,10 @@ fn a_full_disk_stops_tracing_but_not_the_program() {
     assert_eq!(p["truncated"], false, "{}", dump(p));
     assert_eq!(p["end"], "exit", "{}", dump(p));
     let notes = p["notes"].to_string();
-    assert!(notes.contains("missing") || notes.contains("lost"), "{notes}");
+    assert!(
+        notes.contains("missing") || notes.contains("lost"),
+        "{notes}"
+    );
     assert!(p["heap"]["allocations"].is_u64());
     let size = std::fs::metadata(trace_files(&dir.traces())[0].clone())
         .expect("trace")
