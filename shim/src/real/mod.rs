@@ -172,12 +172,28 @@ const HEAP_NAMES: [&CStr; 10] = [
 /// (libunwind, zstd's C code) allocate and free through that one: the shim's own blocks must come
 /// from it too, or a block would be freed by an allocator that never made it.
 fn heap_handle() -> *mut c_void {
+    if allocator_before_the_shim().is_some() {
+        libc::RTLD_DEFAULT
+    } else {
+        libc::RTLD_NEXT
+    }
+}
+
+/// The address of the `malloc` a lookup in the global scope finds first, when it is a shared
+/// library's ahead of the shim. Not the executable's: an executable that takes `malloc`'s address
+/// exports a canonical PLT entry for it (Ubuntu's python3.12 does), which only jumps to the real
+/// definition, the shim's; calling it from the shim would recurse forever.
+fn allocator_before_the_shim() -> Option<*mut c_void> {
     let first = dlsym(libc::RTLD_DEFAULT, c"malloc");
     if first.is_null() || same_object(first as usize, heap_handle as fn() -> *mut c_void as usize) {
-        libc::RTLD_NEXT
-    } else {
-        libc::RTLD_DEFAULT
+        return None;
     }
+    // SAFETY: getauxval has no preconditions; AT_PHDR is an address inside the executable's image.
+    let exe = unsafe { libc::getauxval(libc::AT_PHDR) } as usize;
+    if exe != 0 && same_object(first as usize, exe) {
+        return None;
+    }
+    Some(first)
 }
 
 /// Whether two code addresses lie in the same loaded object.
