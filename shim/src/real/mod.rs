@@ -193,6 +193,12 @@ fn allocator_before_the_shim() -> Option<*mut c_void> {
     if exe != 0 && same_object(first as usize, exe) {
         return None;
     }
+    // Only a shared library counts: the executable's own entry may not be found by its program
+    // headers' address (dladdr names it after argv[0]).
+    let name = object_name(first)?;
+    if !(name.ends_with(".so") || name.contains(".so.")) {
+        return None;
+    }
     Some(first)
 }
 
@@ -262,27 +268,25 @@ fn resolve_slow() -> bool {
 /// shim: an allocator preloaded before it (jemalloc, tcmalloc), whose heap calls never reach the
 /// shim's hooks.
 pub fn foreign_malloc() -> Option<String> {
-    let p = dlsym(libc::RTLD_DEFAULT, c"malloc");
-    if p.is_null()
-        || same_object(
-            p as usize,
-            foreign_malloc as fn() -> Option<String> as usize,
-        )
-    {
-        return None;
-    }
+    let p = allocator_before_the_shim()?;
+    object_name(p).or_else(|| Some("another library".into()))
+}
+
+/// The path of the loaded object that holds `p`.
+fn object_name(p: *mut c_void) -> Option<String> {
     // SAFETY: an all-zero Dl_info is a valid out-structure; dladdr accepts any address.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: as above; on success dli_fname is a NUL-terminated path owned by the loader.
-    let name = unsafe {
+    unsafe {
         if libc::dladdr(p, &mut info) == 0 || info.dli_fname.is_null() {
-            return Some("another library".into());
+            return None;
         }
-        CStr::from_ptr(info.dli_fname)
-            .to_string_lossy()
-            .into_owned()
-    };
-    Some(name)
+        Some(
+            CStr::from_ptr(info.dli_fname)
+                .to_string_lossy()
+                .into_owned(),
+        )
+    }
 }
 
 /// glibc's `dlsym`, called from inside the shim (so `RTLD_NEXT` means "after libmemshim").
