@@ -84,15 +84,26 @@ pub fn open_append(path: &CStr) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// The soft `RLIMIT_NOFILE`, `None` when it cannot be read or is unlimited.
-pub fn nofile_limit() -> Option<u64> {
+/// A resource limit, soft and hard; `None` when it cannot be read.
+fn rlimit(which: libc::__rlimit_resource_t) -> Option<libc::rlimit> {
     let mut r = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: `r` is a valid, writable rlimit.
-    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0;
-    (ok && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur)
+    (unsafe { libc::getrlimit(which, &mut r) } == 0).then_some(r)
+}
+
+/// A soft limit, `None` when it cannot be read or is unlimited.
+fn soft_limit(which: libc::__rlimit_resource_t) -> Option<u64> {
+    rlimit(which)
+        .map(|r| r.rlim_cur)
+        .filter(|&n| n != libc::RLIM_INFINITY)
+}
+
+/// The soft `RLIMIT_NOFILE`, `None` when it cannot be read or is unlimited.
+pub fn nofile_limit() -> Option<u64> {
+    soft_limit(libc::RLIMIT_NOFILE)
 }
 
 /// Moves a descriptor the shim keeps open to a high number (close-on-exec), out of the range a
@@ -209,21 +220,14 @@ pub fn write_all(fd: libc::c_int, mut buf: &[u8]) -> io::Result<()> {
 /// descriptor, or a file longer than the program allowed its own, for a moment.
 pub fn with_limits_raised<T>(f: impl FnOnce() -> T) -> T {
     let raise = |which| {
-        let mut r = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
+        let r = rlimit(which).filter(|r| r.rlim_cur < r.rlim_max)?;
+        let up = libc::rlimit {
+            rlim_cur: r.rlim_max,
+            rlim_max: r.rlim_max,
         };
-        // SAFETY: `r` is a valid, writable rlimit.
-        let read = unsafe { libc::getrlimit(which, &mut r) } == 0;
-        (read && r.rlim_cur < r.rlim_max).then(|| {
-            let up = libc::rlimit {
-                rlim_cur: r.rlim_max,
-                rlim_max: r.rlim_max,
-            };
-            // SAFETY: a valid rlimit value; raising a soft limit up to the hard one is allowed.
-            unsafe { libc::setrlimit(which, &up) };
-            (which, r)
-        })
+        // SAFETY: a valid rlimit value; raising a soft limit up to the hard one is allowed.
+        unsafe { libc::setrlimit(which, &up) };
+        Some((which, r))
     };
     let saved = [raise(libc::RLIMIT_NOFILE), raise(libc::RLIMIT_FSIZE)];
     let out = f();
@@ -340,13 +344,7 @@ impl Drop for RawFile {
 
 /// The soft `RLIMIT_STACK` in bytes, `None` when unlimited.
 pub fn stack_rlimit() -> Option<usize> {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `r` is a valid, writable rlimit.
-    let ok = unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut r) } == 0;
-    (ok && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur as usize)
+    soft_limit(libc::RLIMIT_STACK).map(|n| n as usize)
 }
 
 /// Sleeps with the `nanosleep` system call: async-signal-safe, and, made directly rather than

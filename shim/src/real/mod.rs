@@ -202,15 +202,17 @@ fn allocator_before_the_shim() -> Option<*mut c_void> {
     Some(first)
 }
 
+/// What `dladdr` knows of the object that holds `addr`.
+fn object_of(addr: usize) -> Option<libc::Dl_info> {
+    // SAFETY: an all-zero Dl_info is a valid out-structure; dladdr accepts any address.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    (unsafe { libc::dladdr(addr as *const c_void, &mut info) } != 0).then_some(info)
+}
+
 /// Whether two code addresses lie in the same loaded object.
 fn same_object(a: usize, b: usize) -> bool {
-    let base = |addr: usize| {
-        // SAFETY: an all-zero Dl_info is a valid out-structure; dladdr accepts any address.
-        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        let found = unsafe { libc::dladdr(addr as *const c_void, &mut info) } != 0;
-        found.then_some(info.dli_fbase as usize)
-    };
+    let base = |addr| object_of(addr).map(|i| i.dli_fbase as usize);
     matches!((base(a), base(b)), (Some(x), Some(y)) if x == y)
 }
 
@@ -274,19 +276,13 @@ pub fn foreign_malloc() -> Option<String> {
 
 /// The path of the loaded object that holds `p`.
 fn object_name(p: *mut c_void) -> Option<String> {
-    // SAFETY: an all-zero Dl_info is a valid out-structure; dladdr accepts any address.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; on success dli_fname is a NUL-terminated path owned by the loader.
-    unsafe {
-        if libc::dladdr(p, &mut info) == 0 || info.dli_fname.is_null() {
-            return None;
-        }
-        Some(
-            CStr::from_ptr(info.dli_fname)
-                .to_string_lossy()
-                .into_owned(),
-        )
-    }
+    let info = object_of(p as usize).filter(|i| !i.dli_fname.is_null())?;
+    // SAFETY: dladdr's dli_fname is a NUL-terminated path owned by the loader.
+    Some(
+        unsafe { CStr::from_ptr(info.dli_fname) }
+            .to_string_lossy()
+            .into_owned(),
+    )
 }
 
 /// glibc's `dlsym`, called from inside the shim (so `RTLD_NEXT` means "after libmemshim").

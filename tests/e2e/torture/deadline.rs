@@ -8,41 +8,28 @@
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
+
+use crate::util::Outcome;
 use std::sync::Once;
 use std::time::{Duration, Instant};
 
 /// How long any torture program may take, bare or traced (they take well under a second bare).
 pub const DEADLINE: Duration = Duration::from_secs(30);
 
-/// What a command did, and which processes of its group were still there when it ended.
+/// What a command did (the suite's own [`Outcome`]), and which processes of its group were still
+/// there when it ended.
 pub struct Ran {
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
-    pub status: ExitStatus,
-    pub what: String,
+    pub outcome: Outcome,
     /// Pids of the group still alive (not zombies) right after the command ended; they are killed.
     pub leftover: Vec<i32>,
 }
 
-impl Ran {
-    pub fn stdout_str(&self) -> String {
-        String::from_utf8_lossy(&self.stdout).into_owned()
-    }
+impl std::ops::Deref for Ran {
+    type Target = Outcome;
 
-    pub fn stderr_str(&self) -> String {
-        String::from_utf8_lossy(&self.stderr).into_owned()
-    }
-
-    /// For assertion messages.
-    pub fn describe(&self) -> String {
-        format!(
-            "`{}` -> {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.what,
-            self.status,
-            self.stdout_str(),
-            self.stderr_str()
-        )
+    fn deref(&self) -> &Outcome {
+        &self.outcome
     }
 }
 
@@ -123,10 +110,12 @@ impl Spawned {
             std::fs::read(p).unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()))
         };
         Ran {
-            stdout: read(&self.stdout),
-            stderr: read(&self.stderr),
-            status,
-            what: self.what,
+            outcome: Outcome {
+                stdout: read(&self.stdout),
+                stderr: read(&self.stderr),
+                status,
+                what: self.what,
+            },
             leftover,
         }
     }
