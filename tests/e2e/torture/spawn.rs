@@ -183,11 +183,20 @@ fn vfork_child_that_allocates_before_exec() {
 /// `daemon`'s child detaches and goes on after the command ended: its trace must still be whole.
 #[test]
 fn daemon_child_outlives_the_command() {
-    let case = Case::new("daemon", &c("daemon"), &NO_ARGS);
+    let prog = c("daemon");
+    let case = Case::new("daemon", &prog, &NO_ARGS);
     let done = case.dir.path("done");
+    // The daemon writes its file before it exits, and its trace is finished at that exit: wait
+    // until no process runs this program any more, so the report reads a whole trace.
+    let running = || {
+        std::fs::read_dir("/proc").is_ok_and(|dir| {
+            dir.flatten()
+                .any(|e| std::fs::read_link(e.path().join("exe")).is_ok_and(|exe| exe == prog))
+        })
+    };
     let wait_done = || {
         let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while !done.exists() {
+        while !done.exists() || running() {
             assert!(
                 std::time::Instant::now() < until,
                 "the daemon never finished"
