@@ -17,6 +17,7 @@ mod numa;
 mod numa_qemu;
 mod process;
 mod python;
+mod released;
 mod report;
 mod robustness;
 mod run_faults;

@@ -43,6 +43,11 @@ impl HighWater {
         }
     }
 
+    /// The highest live bytes seen (0 before any).
+    pub fn high(&self) -> u64 {
+        self.points.last().map_or(0, |p| p.1)
+    }
+
     /// Folds in another curve of the same site (another memory kind): the running maximum over both
     /// curves' points, a lower bound of their sum because the two kinds' highs need not coincide.
     pub fn merge(&mut self, other: &HighWater) {

@@ -65,7 +65,7 @@ impl Heap {
         // One lookup for both: the map is large and each probe is likely a cache miss.
         if let Some(old) = self.live.insert(addr, block) {
             // Its free was never seen (freed through a path the shim does not see): forget it.
-            self.release(old);
+            self.release(old, t);
         }
         let site = self.sites.entry(stack).or_default();
         site.est_live_bytes += block.weight * size as f64;
@@ -74,6 +74,9 @@ impl Heap {
         site.allocated_bytes += size;
         site.live_count += 1;
         site.live_bytes += size;
+        if site.live_bytes > site.high_water.high() {
+            site.released_t = None;
+        }
         site.high_water.observe(t, site.live_bytes);
         self.allocations += 1;
         self.allocated_bytes += size;
@@ -99,7 +102,7 @@ impl Heap {
         };
         self.last_t = self.last_t.max(t);
         self.frees += 1;
-        self.release(block);
+        self.release(block, t);
         self.series.push(t, self.live_bytes);
         let last = self.last_alloc.remove(&tid);
         if realloc {
@@ -171,7 +174,7 @@ impl Heap {
             .collect()
     }
 
-    fn release(&mut self, block: Block) {
+    fn release(&mut self, block: Block, t: u64) {
         self.live_bytes -= block.size;
         self.changed.insert(block.stack);
         if let Some(site) = self.sites.get_mut(&block.stack) {
@@ -179,6 +182,9 @@ impl Heap {
             site.live_bytes -= block.size;
             site.est_live_bytes -= block.weight * block.size as f64;
             site.est_live_count -= block.weight;
+            if site.released_t.is_none() && site.live_bytes * 2 < site.high_water.high() {
+                site.released_t = Some(t);
+            }
         }
     }
 

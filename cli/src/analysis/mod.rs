@@ -34,6 +34,9 @@ pub struct SiteStats {
     /// With sampling: live bytes and blocks this site's sampled blocks stand for.
     pub est_live_bytes: f64,
     pub est_live_count: f64,
+    /// When its live bytes first fell below half of its highest since that high (none while it
+    /// still holds half or more): growth given back.
+    pub released_t: Option<u64>,
 }
 
 impl SiteStats {
@@ -47,6 +50,7 @@ impl SiteStats {
         self.high_water.merge(&other.high_water);
         self.est_live_bytes += other.est_live_bytes;
         self.est_live_count += other.est_live_count;
+        self.released_t = self.released_t.max(other.released_t);
     }
 }
 

@@ -2,7 +2,7 @@
 use memshim_trace::DeviceMemory;
 
 use super::build::frames;
-use super::model::{Finding, GrowthSection, GrowthSite};
+use super::model::{Finding, GrowthSection, GrowthSite, ReleasedSite};
 use crate::analysis::growth::{growing, Growing};
 use crate::analysis::merge_sites;
 use crate::analysis::python_sites::regroup;
@@ -54,6 +54,37 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
         }
     }
     let secs = |ns: u64| ns.saturating_sub(start) as f64 / 1e9;
+    let mut released = Vec::new();
+    for (memory, sites, min) in [
+        ("host", &host_sites, HOST_MIN_BYTES),
+        ("device", &dev_sites, DEVICE_MIN_BYTES),
+    ] {
+        for r in super::released::released(sites, min) {
+            let frames = frames(t, sym, r.stack);
+            findings.push(Finding {
+                kind: "released_growth",
+                text: format!(
+                    "{memory} memory at {} grew from {} at {:.2} s to {} at {:.2} s and was given back at {:.2} s",
+                    super::torch::place(&frames),
+                    human_bytes(r.from.1),
+                    secs(r.from.0),
+                    human_bytes(r.peak.1),
+                    secs(r.peak.0),
+                    secs(r.released_t)
+                ),
+            });
+            released.push(ReleasedSite {
+                memory,
+                from_bytes: r.from.1,
+                from_time_s: secs(r.from.0),
+                peak_bytes: r.peak.1,
+                peak_time_s: secs(r.peak.0),
+                released_time_s: secs(r.released_t),
+                live_bytes: r.live_end,
+                frames,
+            });
+        }
+    }
     let mut out = |g: &Growing| GrowthSite {
         from_bytes: g.from.1,
         from_time_s: secs(g.from.0),
@@ -66,6 +97,7 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
     GrowthSection {
         host: host.iter().map(&mut out).collect(),
         device: device.iter().map(&mut out).collect(),
+        released,
         findings,
     }
 }

@@ -265,6 +265,21 @@ impl Text {
                 write_stack(out, &g.frames, FRAMES_SHOWN)?;
             }
         }
+        for (i, g) in p.growth.released.iter().take(self.top).enumerate() {
+            writeln!(
+                out,
+                "released growth #{} ({}): {} at {:.3} s -> {} at {:.3} s, given back at {:.3} s ({} held at the end)",
+                i + 1,
+                g.memory,
+                human_bytes(g.from_bytes),
+                g.from_time_s,
+                human_bytes(g.peak_bytes),
+                g.peak_time_s,
+                g.released_time_s,
+                human_bytes(g.live_bytes)
+            )?;
+            write_stack(out, &g.frames, FRAMES_SHOWN)?;
+        }
         for f in &p.growth.findings {
             writeln!(out, "  finding: {}", f.text)?;
         }
