@@ -15,6 +15,7 @@ pub mod numa;
 pub mod python_sites;
 pub mod timeline;
 pub mod torch;
+pub mod torch_steps;
 pub mod transfers;
 pub mod unified;
 

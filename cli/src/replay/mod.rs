@@ -24,6 +24,7 @@ use memshim_trace::{
 mod apply;
 mod budget;
 mod frame_damage;
+pub mod torch_pass;
 
 pub use frame_damage::FrameDamage;
 

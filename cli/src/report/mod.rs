@@ -18,5 +18,7 @@ pub mod redact;
 pub mod released;
 pub mod system;
 pub mod torch;
+pub mod torch_roles;
+pub mod torch_steps;
 pub mod transfers;
 pub mod unified;

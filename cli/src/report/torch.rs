@@ -69,6 +69,7 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> TorchSection {
             driver_bytes,
             outside_bytes: driver_bytes.saturating_sub(d.reserved),
             peak_sites,
+            peak_roles: None,
             exit_allocated_bytes: None,
             exit_reserved_bytes: None,
             allocated: series(&d.blocks.series),
@@ -106,6 +107,7 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> TorchSection {
         .iter()
         .map(|o| oom(t, sym, o, &groups))
         .collect();
+    super::torch_steps::apply(t, sym, &mut out);
     findings(&mut out);
     out
 }
@@ -233,6 +235,7 @@ fn oom(t: &Replayed, sym: &mut Symbolizer, o: &OomAt, groups: &HashMap<u32, u32>
         },
         text,
         holders,
+        roles: None,
         frames: frames(t, sym, o.oom.stack),
     }
 }

@@ -9,6 +9,7 @@ use crate::report::owner::first_program_function;
 
 mod gpu;
 mod torch;
+mod torch_steps;
 
 /// The text renderer.
 pub struct Text {

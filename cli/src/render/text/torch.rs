@@ -94,6 +94,9 @@ impl Text {
                 o.largest_free_bytes.map_or("unknown".to_string(), human_bytes)
             )?;
             writeln!(out, "    verdict: {}", o.text)?;
+            if let Some(r) = &o.roles {
+                writeln!(out, "    by role: {}", super::torch_steps::roles_line(r))?;
+            }
             for (i, h) in o.holders.iter().take(self.top.min(3)).enumerate() {
                 writeln!(
                     out,
@@ -105,6 +108,7 @@ impl Text {
                 write_stack(out, &h.frames, FRAMES_SHOWN)?;
             }
         }
+        self.torch_steps(t, out)?;
         for f in &t.findings {
             if f.kind == "outside_allocator" {
                 writeln!(out, "  {}", f.text)?;

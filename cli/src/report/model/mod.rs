@@ -4,11 +4,13 @@ use serde::Serialize;
 mod device;
 mod system;
 mod torch;
+mod torch_steps;
 mod transfers;
 
 pub use device::*;
 pub use system::*;
 pub use torch::*;
+pub use torch_steps::*;
 pub use transfers::*;
 
 /// The schema name and major version.

@@ -32,6 +32,8 @@ pub struct TorchSection {
     pub growth: Vec<GrowthSite>,
     /// Out-of-memory errors, in order.
     pub ooms: Vec<TorchOomOut>,
+    /// The training steps, found by themselves.
+    pub steps: TorchStepsOut,
     pub findings: Vec<Finding>,
 }
 
@@ -49,6 +51,7 @@ impl Default for TorchSection {
             released_growth: Vec::new(),
             growth: Vec::new(),
             ooms: Vec::new(),
+            steps: TorchStepsOut::default(),
             findings: Vec::new(),
         }
     }
@@ -77,6 +80,8 @@ pub struct TorchDeviceOut {
     pub outside_bytes: u64,
     /// The sites that held the most when allocated memory peaked, largest first.
     pub peak_sites: Vec<Site>,
+    /// By role when allocated memory peaked; null when not known.
+    pub peak_roles: Option<RolesOut>,
     /// [seconds since start, allocated bytes].
     pub allocated: Vec<(f64, u64)>,
     /// [seconds since start, reserved bytes].
@@ -124,6 +129,8 @@ pub struct TorchOomOut {
     pub text: String,
     /// What each site held then, largest first.
     pub holders: Vec<Site>,
+    /// By role then; null when not known.
+    pub roles: Option<RolesOut>,
     /// The stack of the failing request.
     pub frames: Vec<FrameOut>,
 }

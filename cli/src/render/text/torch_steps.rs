@@ -1,0 +1,112 @@
+//! The text of the training steps and of memory by role (see `report::torch_steps`).
+use std::io::{self, Write};
+
+use super::Text;
+use crate::render::human_bytes;
+use crate::report::model::{RolesOut, TorchSection};
+use crate::report::torch::place;
+
+/// Steps shown before the rest are summed up in one line.
+const STEPS_SHOWN: usize = 20;
+
+/// One line of roles, largest first, those holding nothing left out.
+pub(super) fn roles_line(r: &RolesOut) -> String {
+    let mut parts = vec![
+        ("parameters", r.parameters),
+        ("gradients", r.gradients),
+        ("optimizer state", r.optimizer_state),
+        ("activations", r.activations),
+        ("data", r.data),
+        ("workspaces", r.workspaces),
+        ("other", r.other),
+    ];
+    parts.sort_by_key(|p| std::cmp::Reverse(p.1));
+    let mut line: Vec<String> = parts
+        .iter()
+        .filter(|p| p.1 > 0)
+        .map(|(n, b)| format!("{n} {}", human_bytes(*b)))
+        .collect();
+    line.push(format!("cache free {}", human_bytes(r.cache_free)));
+    line.join(", ")
+}
+
+impl Text {
+    pub(super) fn torch_steps(&self, t: &TorchSection, out: &mut dyn Write) -> io::Result<()> {
+        for d in &t.devices {
+            if let Some(r) = &d.peak_roles {
+                writeln!(
+                    out,
+                    "  by role at the peak (GPU {}): {}",
+                    d.device,
+                    roles_line(r)
+                )?;
+            }
+        }
+        let s = &t.steps;
+        if s.steps.is_empty() {
+            return Ok(());
+        }
+        writeln!(
+            out,
+            "  steps: {} found by the loop at {}",
+            s.steps.len(),
+            place(&s.marker)
+        )?;
+        writeln!(
+            out,
+            "    {:>5} {:>9} {:>9} {:>12} {:>12} {:>12} {:>11} {:>11} {:>12}",
+            "step",
+            "start s",
+            "ms",
+            "allocated^",
+            "reserved^",
+            "host heap^",
+            "HtoD",
+            "DtoH",
+            "allocated>"
+        )?;
+        for st in s.steps.iter().take(STEPS_SHOWN) {
+            writeln!(
+                out,
+                "    {:>5} {:>9.3} {:>9.1} {:>12} {:>12} {:>12} {:>11} {:>11} {:>12}",
+                st.index,
+                st.start_time_s,
+                st.duration_s * 1e3,
+                human_bytes(st.peak_allocated_bytes),
+                human_bytes(st.peak_reserved_bytes),
+                human_bytes(st.peak_host_bytes),
+                human_bytes(st.htod_bytes),
+                human_bytes(st.dtoh_bytes),
+                human_bytes(st.end_allocated_bytes)
+            )?;
+        }
+        if s.steps.len() > STEPS_SHOWN {
+            writeln!(out, "    ... {} more steps", s.steps.len() - STEPS_SHOWN)?;
+        }
+        writeln!(
+            out,
+            "    (^ the most during the step; > allocated when the next step began)"
+        )?;
+        if let Some(peak) = s.steps.iter().max_by_key(|st| st.peak_allocated_bytes) {
+            writeln!(
+                out,
+                "  by role at the peak of step {}: {}",
+                peak.index,
+                roles_line(&peak.roles_at_peak)
+            )?;
+        }
+        for g in &s.growth {
+            writeln!(
+                out,
+                "  +{} a step at {} since step {} ({} memory: {} by step {})",
+                human_bytes(g.bytes_per_step),
+                place(&g.frames),
+                g.since_step,
+                g.memory,
+                human_bytes(g.bytes),
+                g.until_step
+            )?;
+        }
+        Ok(())
+    }
+}
