@@ -24,5 +24,6 @@ mod run_faults;
 mod schema;
 mod symbol_cache;
 mod torch;
+mod torch_steps;
 mod torture;
 mod util;

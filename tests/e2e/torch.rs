@@ -16,6 +16,16 @@ use crate::util::{memshim, TestDir};
 /// (`torch` claims 2.11, `torch_old` 2.3.1); returns the script's stdout, its process's report and
 /// whether the interpreter reports exact lines (3.11 on).
 fn run(test: &str, package: &str, env: &[(&str, &str)]) -> (String, Value, bool, TestDir) {
+    run_script(test, "torch_standin.py", package, env)
+}
+
+/// As [`run`], for the script `script` of tests/cuda/python.
+pub fn run_script(
+    test: &str,
+    script: &str,
+    package: &str,
+    env: &[(&str, &str)],
+) -> (String, Value, bool, TestDir) {
     // The newest interpreter: exact lines from 3.11 on.
     let minor = |p: &std::path::PathBuf| -> u32 {
         let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
@@ -29,8 +39,10 @@ fn run(test: &str, package: &str, env: &[(&str, &str)]) -> (String, Value, bool,
     let python = &python;
     let dir = TestDir::new(test);
     let bin = build(&dir);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("cuda/python/torch_standin.py");
-    std::fs::copy(&script, dir.root.join("torch_standin.py")).expect("copy the script");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("cuda/python")
+        .join(script);
+    std::fs::copy(&source, dir.root.join(script)).expect("copy the script");
     let lib = bin.join(package).join("lib/libc10_cuda.so");
     let mut vars: Vec<(&str, &OsStr)> = vec![
         ("LD_LIBRARY_PATH", bin.as_os_str()),
@@ -43,7 +55,7 @@ fn run(test: &str, package: &str, env: &[(&str, &str)]) -> (String, Value, bool,
         &dir.traces(),
         &[],
         python,
-        &[OsStr::new("torch_standin.py")],
+        &[OsStr::new(script)],
         &vars,
     );
     let report = report_json(&dir.traces());

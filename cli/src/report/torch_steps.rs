@@ -218,16 +218,18 @@ fn steps(
         let (a, b) = (step_of(from.0)?, step_of(to.0)?);
         (b > a && to.1 > from.1).then(|| (a, b, (to.1 - from.1) / u64::from(b - a)))
     };
+    // What a site holds at the end, not its last high: a Python-grouped site's curve is the highest
+    // of its stacks' (a lower bound), its live bytes are all of theirs.
     for g in &torch.growth {
         if let Some((a, b, each)) =
-            per_step((g.from_time_s, g.from_bytes), (g.to_time_s, g.to_bytes))
+            per_step((g.from_time_s, g.from_bytes), (g.to_time_s, g.live_bytes))
         {
             growth.push(StepGrowth {
                 memory: "device",
                 bytes_per_step: each,
                 since_step: a,
                 until_step: b,
-                bytes: g.to_bytes,
+                bytes: g.live_bytes,
                 frames: g.frames.clone(),
             });
         }
@@ -239,13 +241,13 @@ fn steps(
         HOST_MIN_BYTES,
     ) {
         let from = (secs(g.from.0), g.from.1);
-        if let Some((a, b, each)) = per_step(from, (secs(g.to.0), g.to.1)) {
+        if let Some((a, b, each)) = per_step(from, (secs(g.to.0), g.live_end)) {
             growth.push(StepGrowth {
                 memory: "host",
                 bytes_per_step: each,
                 since_step: a,
                 until_step: b,
-                bytes: g.to.1,
+                bytes: g.live_end,
                 frames: frames(t, sym, g.stack),
             });
         }
