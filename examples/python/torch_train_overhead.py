@@ -9,8 +9,12 @@ thousands of host malloc/free pairs a step).
 Device (argv[3]): `cuda` (the default) or `cpu`, for a machine without a GPU (PyTorch's wheel from
 PyPI): the same loop, where every tensor's memory is a host allocation.
 
+With RECORD_HISTORY=1 in the environment the loop runs under PyTorch's own
+`torch.cuda.memory._record_memory_history()` (stacks of every block, its peer for memshim's torch layer).
+
 Run it bare and under memshim and compare:  python torch_train_overhead.py [steps] [model] [device]
 """
+import os
 import sys
 import time
 
@@ -40,6 +44,8 @@ else:
     model = torch.nn.TransformerEncoder(layer, num_layers=6).to(DEVICE)
     head = torch.nn.Linear(512, 512).to(DEVICE)
     shape = (32, 256, 512)
+if DEVICE == "cuda" and os.environ.get("RECORD_HISTORY") == "1":
+    torch.cuda.memory._record_memory_history(max_entries=100000)
 opt = torch.optim.AdamW(list(model.parameters()) + list(head.parameters()), lr=1e-4)
 g = torch.Generator(device=DEVICE).manual_seed(1)
 

@@ -21,8 +21,11 @@ pub struct Released {
     pub live_end: u64,
 }
 
-/// The sites of `sites` that grew and gave it back, largest peak first; `min_bytes` ignores sites
-/// that never held that much.
+/// A climb shorter than this is a burst (an import compiling a module), not growth given back.
+pub const MIN_CLIMB_NS: u64 = 100_000_000;
+
+/// The sites of `sites` that grew for at least [`MIN_CLIMB_NS`] and gave it back, largest peak
+/// first; `min_bytes` ignores sites that never held that much.
 pub fn released(sites: &HashMap<u32, SiteStats>, min_bytes: u64) -> Vec<Released> {
     let mut list: Vec<Released> = sites
         .iter()
@@ -39,7 +42,8 @@ pub fn released(sites: &HashMap<u32, SiteStats>, min_bytes: u64) -> Vec<Released
             };
             let g = growing([(stack, &held)].into_iter(), at, min_bytes)
                 .into_iter()
-                .next()?;
+                .next()
+                .filter(|g| g.to.0 - g.from.0 >= MIN_CLIMB_NS)?;
             Some(Released {
                 stack,
                 from: g.from,
@@ -73,11 +77,14 @@ mod tests {
     fn a_climb_given_back_is_kept_a_burst_or_a_half_release_is_not() {
         let climb: Vec<(u64, u64)> = (1..=40).map(|i| (i * 10_000_000, i << 20)).collect();
         let burst: Vec<(u64, u64)> = (1..=40).map(|i| (i * 1000, i << 20)).collect();
+        // Spread over its own life, but 80 ms long: a burst too.
+        let quick: Vec<(u64, u64)> = (1..=40).map(|i| (i * 2_000_000, i << 20)).collect();
         let sites: HashMap<u32, SiteStats> = [
             (1, site(&climb, 0, Some(410_000_000))),
             (2, site(&burst, 0, Some(50_000))),
             // Still holds 30 of its 40 MiB: not given back.
             (3, site(&climb, 30 << 20, None)),
+            (4, site(&quick, 0, Some(81_000_000))),
         ]
         .into_iter()
         .collect();

@@ -87,7 +87,10 @@ impl Text {
             out,
             "    (^ the most during the step; > allocated when the next step began)"
         )?;
-        if let Some(peak) = s.steps.iter().max_by_key(|st| st.peak_allocated_bytes) {
+        let first_peak = s.steps.iter().max_by(|a, b| {
+            (a.peak_allocated_bytes.cmp(&b.peak_allocated_bytes)).then(b.index.cmp(&a.index))
+        });
+        if let Some(peak) = first_peak {
             writeln!(
                 out,
                 "  by role at the peak of step {}: {}",
