@@ -59,7 +59,8 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
         ("host", &host_sites, HOST_MIN_BYTES),
         ("device", &dev_sites, DEVICE_MIN_BYTES),
     ] {
-        for r in super::released::released(sites, min) {
+        // Smaller climbs given back are the interpreter's and the libraries' own comings and goings.
+        for r in super::released::released(sites, min.max(1 << 20)) {
             let frames = frames(t, sym, r.stack);
             findings.push(Finding {
                 kind: "released_growth",

@@ -123,12 +123,24 @@ fn growth(
     out: &mut TorchSection,
 ) {
     let secs = |ns: u64| ns.saturating_sub(t.header.clock_start_ns) as f64 / 1e9;
-    let sites = regroup(d.blocks.sites(), groups);
-    for g in growing(
-        sites.iter().map(|(k, v)| (*k, v)),
-        d.blocks.last_t,
-        MIN_GROWTH,
-    ) {
+    // The interpreter's teardown frees what the program's globals held: that is not growth given
+    // back, so a Python program's growth is judged when it began to exit, with what it held then.
+    let exit = t.torch.at_exit.as_ref();
+    let end = exit.map_or(d.blocks.last_t, |a| a.t.min(d.blocks.last_t));
+    let held_at_exit;
+    let base = match exit {
+        Some(a) => {
+            let mut m = d.blocks.sites().clone();
+            for (id, s) in m.iter_mut() {
+                s.live_bytes = a.holders.get(id).map_or(0, |h| h.live_bytes);
+            }
+            held_at_exit = m;
+            &held_at_exit
+        }
+        None => d.blocks.sites(),
+    };
+    let sites = regroup(base, groups);
+    for g in growing(sites.iter().map(|(k, v)| (*k, v)), end, MIN_GROWTH) {
         out.growth.push(GrowthSite {
             from_bytes: g.from.1,
             from_time_s: secs(g.from.0),
@@ -142,7 +154,7 @@ fn growth(
     // Release times belong to raw stack ids; a Python-grouped site takes its members' latest.
     let mut released: HashMap<u32, u64> = HashMap::default();
     for (stack, r) in &d.releases {
-        if let Some(at) = r.released_t {
+        if let Some(at) = r.released_t.filter(|&at| exit.is_none_or(|e| at < e.t)) {
             let group = groups.get(stack).copied().unwrap_or(*stack);
             let e = released.entry(group).or_default();
             *e = (*e).max(at);

@@ -165,6 +165,10 @@ fn steps(
         .map(|d| d.blocks.last_t)
         .max()
         .unwrap_or(t.last_t);
+    // The interpreter's teardown after the loop is no part of the last step.
+    let exit = t.torch.at_exit.as_ref();
+    let last_t = exit.map_or(last_t, |a| a.t.min(last_t));
+    let allocated_at_end = exit.map_or(pass.allocated(), |a| a.devices.values().map(|v| v.0).sum());
     let mut bounds: Vec<(usize, usize)> = c.starts.windows(2).map(|w| (w[0], w[1])).collect();
     bounds.push((*c.starts.last().unwrap_or(&0), c.end));
     let host = t.host_live().points();
@@ -197,7 +201,7 @@ fn steps(
             peak_allocated_bytes: top.peak_allocated,
             end_allocated_bytes: segs
                 .get(b)
-                .map_or(pass.allocated(), |s| s.allocated_at_start),
+                .map_or(allocated_at_end, |s| s.allocated_at_start),
             peak_reserved_bytes: part.iter().map(|s| s.peak_reserved).max().unwrap_or(0),
             peak_host_bytes: peak_host,
             htod_bytes: copied(Direction::HtoD),
