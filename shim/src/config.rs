@@ -169,9 +169,11 @@ impl Config {
         };
         Config {
             // Resolved now: the program may chdir before a fork child creates its trace.
-            output_dir: crate::output::absolute_dir(&get("MEMSHIM_OUTPUT").unwrap_or_default())
-                .map(|d| d.to_string_lossy().into_owned())
-                .unwrap_or_default(),
+            output_dir: crate::writer::output::absolute_dir(
+                &get("MEMSHIM_OUTPUT").unwrap_or_default(),
+            )
+            .map(|d| d.to_string_lossy().into_owned())
+            .unwrap_or_default(),
             unwind,
             sample_bytes,
             sample_thin,

@@ -24,55 +24,30 @@
 // recording path is unused there.
 #![cfg_attr(test, allow(dead_code))]
 
-mod bootstrap;
-mod clock;
 mod config;
-mod counters;
 mod crash;
 mod cuda;
-mod global_alloc;
-mod guard;
-mod heap_counts;
-mod heapstats;
 #[cfg(not(test))]
 mod hooks;
-mod modules;
-mod msg;
-mod nvml;
-mod output;
-mod owned_fds;
-mod perf_fd;
-mod placement;
-mod proc_file;
+mod probes;
 mod python;
 mod rank;
-mod real;
-mod recorder;
-mod sampler;
-mod sampling;
-mod seen_table;
+mod record;
 mod session;
-mod stack_bounds;
-mod stacks;
-mod symbolize;
 mod sys;
-mod threadcpus;
-mod threads;
-mod topology;
 mod torch;
-mod unwind;
 mod writer;
 
 #[cfg(not(test))]
 #[global_allocator]
-static ALLOCATOR: global_alloc::RealAllocator = global_alloc::RealAllocator;
+static ALLOCATOR: sys::global_alloc::RealAllocator = sys::global_alloc::RealAllocator;
 
 #[cfg(not(test))]
 mod lifecycle {
     //! The library constructor and destructor.
     #![allow(unsafe_code)]
 
-    use crate::{recorder, session};
+    use crate::{record::recorder, session};
     use memshim_trace::EndReason;
 
     extern "C" fn init() {

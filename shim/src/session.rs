@@ -16,8 +16,8 @@ use crossbeam_channel::{bounded, Sender};
 use memshim_trace::{Clock, EndReason, Header, TraceWriter};
 
 use crate::config::Config;
-use crate::msg::Msg;
-use crate::{clock, modules, output, sampler, stacks, sys, writer};
+use crate::record::msg::Msg;
+use crate::{probes, probes::modules, record::stacks, sys, sys::clock, writer, writer::output};
 
 const OFF: u8 = 0;
 const RUNNING: u8 = 1;
@@ -78,35 +78,35 @@ pub fn init() {
         HEAP_ON.store(false, Ordering::Relaxed);
         return;
     }
-    if !crate::guard::init() {
+    if !crate::record::guard::init() {
         HEAP_ON.store(false, Ordering::Relaxed);
         warn("no thread-specific keys are left in this process; this process is not traced");
         return;
     }
     // The keys exist only now, so the caller's guard was inert: what starting allocates passes through.
-    let _inside = crate::guard::enter();
+    let _inside = crate::record::guard::enter();
     let _ = exe_path();
     let mods = modules::scan("");
     if let Some((lo, hi)) = modules::exec_range_of(&mods, init as fn() as usize as u64) {
         stacks::set_self_range(lo as usize, hi as usize);
     }
-    crate::unwind::init(&cfg.unwind);
-    crate::sampling::init(cfg.sample_bytes, cfg.sample_thin);
-    if let Some(table) = crate::seen_table::allocate() {
+    crate::record::unwind::init(&cfg.unwind);
+    crate::record::sampling::init(cfg.sample_bytes, cfg.sample_thin);
+    if let Some(table) = crate::record::stacks::seen_table::allocate() {
         let _ = SEEN.set(table);
     }
     HEAP_ON.store(cfg.heap, Ordering::Relaxed);
     // An allocator loaded before the shim serves the program's heap calls without the shim seeing
     // them, and maps its arenas through the shim's mmap hook, often holding its own locks (a stack
     // captured there can wait on them): its mappings are not the program's, so none are recorded.
-    let foreign = crate::real::foreign_malloc();
+    let foreign = crate::sys::real::foreign_malloc();
     MMAP_ON.store(cfg.mmap && foreign.is_none(), Ordering::Relaxed);
     CUDA_ON.store(cfg.cuda, Ordering::Relaxed);
     sys::atfork_child(after_fork_in_child);
     // Registered first, so run last: after the program's own quick_exit handlers, whose
     // allocations are then in the trace.
     sys::at_quick_exit(end_at_quick_exit);
-    crate::counters::open();
+    crate::probes::counters::open();
     crate::crash::install();
     STATE.store(STARTING, Ordering::SeqCst);
     begin();
@@ -266,7 +266,7 @@ fn open_trace() -> Result<(), String> {
         cfg.clone(),
         pid,
     ))
-    .and_then(|()| sampler::spawn(sampler_tx, exe, pid));
+    .and_then(|()| probes::spawn(sampler_tx, exe, pid));
     sys::restore_signals(&old_mask);
     spawned.map_err(|e| format!("cannot start the shim's threads: {e}"))?;
     // The sender is leaked on purpose: producers may hold a reference to it at any moment, and a
@@ -362,7 +362,7 @@ pub fn finish(reason: EndReason) -> bool {
     send_heap_totals();
     if !FORKED.load(Ordering::Relaxed) {
         send(Msg::Record(memshim_trace::Record::Counters(
-            crate::counters::read(),
+            crate::probes::counters::read(),
         )));
     }
     let (ack_tx, ack_rx) = bounded(1);
@@ -408,7 +408,7 @@ pub fn signal_end_done() {
 
 /// In the thin sampling mode, sends the running totals of every allocation and free.
 pub fn send_heap_totals() {
-    if let Some(r) = crate::heap_counts::reading() {
+    if let Some(r) = crate::record::sampling::thin_totals::reading() {
         send(Msg::Record(r));
     }
 }
@@ -450,9 +450,9 @@ pub fn after_failed_exec(closed: bool) {
 
 /// Runs in the child after fork: the parent's channel and threads are not ours; start afresh lazily.
 extern "C" fn after_fork_in_child() {
-    crate::guard::reset_tid();
-    crate::threads::after_fork_in_child();
-    crate::heap_counts::after_fork_in_child();
+    crate::record::guard::reset_tid();
+    crate::sys::threads::after_fork_in_child();
+    crate::record::sampling::thin_totals::after_fork_in_child();
     if matches!(STATE.load(Ordering::Relaxed), RUNNING | PENDING | STARTING) {
         SENDER.store(std::ptr::null_mut(), Ordering::Relaxed);
         OWNER_PID.store(0, Ordering::Relaxed);
@@ -479,7 +479,7 @@ pub fn note(text: &str) {
 
 /// `quick_exit` ends the process through glibc's internal `_exit`, which no hook sees.
 extern "C" fn end_at_quick_exit() {
-    crate::recorder::lifecycle(|| finish(EndReason::QuickExit));
+    crate::record::recorder::lifecycle(|| finish(EndReason::QuickExit));
 }
 
 /// In a process made by a raw `clone` or `SYS_fork`, which runs no fork handler: the same fresh

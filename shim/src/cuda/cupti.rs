@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use memshim_trace::{CuptiState, Record, UmCounter};
 
-use crate::msg::Msg;
-use crate::{guard, real, session};
+use crate::record::msg::Msg;
+use crate::{record::guard, session, sys::real};
 
 const ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER: u32 = 25;
 const SCOPE_PROCESS_ALL_DEVICES: u32 = 2;

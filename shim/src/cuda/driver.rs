@@ -9,7 +9,7 @@
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::real;
+use crate::sys::real;
 
 const UNRESOLVED: usize = 0;
 const UNAVAILABLE: usize = 1;

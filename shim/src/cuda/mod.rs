@@ -18,7 +18,7 @@
 macro_rules! wrapper {
     ($name:ident ( $($arg:ident : $ty:ty),* ) |$call:ident| $body:block) => {
         wrapper!(@define $name ($($arg: $ty),*) |$call| {
-            let Some(_guard) = crate::guard::enter() else { return $call() };
+            let Some(_guard) = crate::record::guard::enter() else { return $call() };
             $body
         });
     };

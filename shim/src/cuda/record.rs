@@ -7,8 +7,8 @@ use memshim_trace::{
 };
 
 use super::driver::DriverFn;
-use crate::recorder::{record_guarded, send_stacked};
-use crate::{clock, session};
+use crate::record::recorder::{record_guarded, send_stacked};
+use crate::{session, sys::clock};
 
 fn send(record: Record, with_stack: bool) {
     send_at(None, record, with_stack);

@@ -13,7 +13,7 @@ use std::ffi::{c_char, c_int, c_ulonglong, c_void, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{api, copy, lifecycle};
-use crate::{real, stacks};
+use crate::{record::stacks, sys::real};
 
 /// `CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM`.
 const PER_THREAD_DEFAULT_STREAM: c_ulonglong = 2;

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::layout::{Layout, OB_TYPE, STR_LENGTH, STR_STATE};
 use super::memory::Memory;
-use crate::msg::{Msg, PyCodeMsg};
+use crate::record::msg::{Msg, PyCodeMsg};
 
 const CODE_SLOTS: usize = 1 << 16;
 const LINE_SLOTS: usize = 1 << 13;

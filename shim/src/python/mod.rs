@@ -255,7 +255,9 @@ fn verify() -> bool {
             ),
         });
         if let Some(p) = p {
-            crate::session::send(crate::msg::Msg::Record(memshim_trace::Record::Python(p)));
+            crate::session::send(crate::record::msg::Msg::Record(
+                memshim_trace::Record::Python(p),
+            ));
         }
     }
     next == ON

@@ -9,7 +9,7 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 use memshim_trace::Module;
 
 use super::layout::{self, Layout};
-use crate::real;
+use crate::sys::real;
 
 /// `PyGILState_GetThisThreadState`: the calling thread's state, whether or not it holds the GIL.
 type ThisThreadState = unsafe extern "C" fn() -> *mut c_void;

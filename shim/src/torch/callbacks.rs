@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use memshim_trace::{Record, TorchAction, TorchEvent, TorchOom};
 
 use super::layout::{action_index, Layout};
-use crate::recorder::{record_guarded, send_stacked};
-use crate::{clock, guard, session};
+use crate::record::recorder::{record_guarded, send_stacked};
+use crate::{record::guard, session, sys::clock};
 
 /// libstdc++'s `std::function`, as it lies in memory.
 #[repr(C)]

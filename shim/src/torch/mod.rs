@@ -31,8 +31,8 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 use memshim_trace::{Record, Segment, TorchState};
 
-use crate::msg::Msg;
-use crate::{modules, session};
+use crate::record::msg::Msg;
+use crate::{probes::modules, session};
 
 const IDLE: u8 = 0;
 const BUSY: u8 = 1;
@@ -156,7 +156,7 @@ fn install(path: &str, segments: &[Segment], version: &str, l: &'static layout::
     if handle.is_null() {
         return Attempt::Later;
     }
-    let slot = crate::real::dlsym(handle, layout::ALLOCATOR_SYMBOL) as usize;
+    let slot = crate::sys::real::dlsym(handle, layout::ALLOCATOR_SYMBOL) as usize;
     if slot == 0 || !inside(segments, slot, 8, false) {
         return off(version, "", format!("driver level only, because {path} exports no c10::cuda::CUDACachingAllocator::allocator"));
     }

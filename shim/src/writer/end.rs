@@ -8,8 +8,8 @@ use crossbeam_channel::TryRecvError;
 use memshim_trace::{End, EndReason, Event, Note, Record};
 
 use super::Writer;
-use crate::msg::Msg;
-use crate::{clock, session, symbolize};
+use crate::record::msg::Msg;
+use crate::{session, sys::clock, writer::symbolize};
 
 /// Time allowed for in-process symbolization at exit.
 const SYMBOLIZE_BUDGET: Duration = Duration::from_secs(3);

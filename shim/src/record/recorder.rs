@@ -8,8 +8,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use memshim_trace::{AllocFn, MapFn, Record};
 
-use crate::msg::Msg;
-use crate::{clock, guard, real, sampling, session, stacks, sys};
+use crate::record::msg::Msg;
+use crate::{record::guard, record::sampling, record::stacks, session, sys, sys::clock, sys::real};
 
 /// Runs `f` inside the guard with errno preserved and panics contained.
 #[inline(always)]
@@ -48,7 +48,7 @@ pub fn call_stack_hash() -> u64 {
 fn stack_hash_with(lend_python: bool) -> u64 {
     // A thread close to the end of a small stack gets an empty stack rather than an overflow: the
     // capture below reserves several KiB of its own before any unwinder runs.
-    let room = crate::guard::stack_room();
+    let room = crate::record::guard::stack_room();
     if room.is_some_and(|r| r < stacks::MIN_ROOM_ANY) {
         let hash = stacks::hash(&[]);
         if session::first_sighting(hash) {
@@ -111,7 +111,7 @@ pub fn on_alloc(_inside: &guard::Guard, func: AllocFn, addr: *mut libc::c_void, 
 /// The thin sampling mode's allocation: counted; recorded only when sampled.
 #[inline(always)]
 fn thin_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize) {
-    let count = |usable| crate::heap_counts::alloc(size as u64, usable);
+    let count = |usable| crate::record::sampling::thin_totals::alloc(size as u64, usable);
     if let Some(usable) = thin_counted(addr, count) {
         record_guarded(session::heap_active, || {
             send_alloc(func, addr, size, stack_hash());
@@ -169,7 +169,8 @@ pub fn on_free(_inside: &guard::Guard, addr: *mut libc::c_void, realloc: bool) {
     if addr.is_null() {
         return;
     }
-    if sampling::thin() && thin_counted(addr, crate::heap_counts::free).is_none() {
+    if sampling::thin() && thin_counted(addr, crate::record::sampling::thin_totals::free).is_none()
+    {
         return;
     }
     record_guarded(session::heap_active, || {
@@ -184,7 +185,9 @@ pub fn on_free(_inside: &guard::Guard, addr: *mut libc::c_void, realloc: bool) {
 
 /// A realloc failed: the block whose free was already sent is still live.
 pub fn on_realloc_failed(_inside: &guard::Guard, addr: *mut libc::c_void) {
-    if sampling::thin() && thin_counted(addr, crate::heap_counts::unfree).is_none() {
+    if sampling::thin()
+        && thin_counted(addr, crate::record::sampling::thin_totals::unfree).is_none()
+    {
         return;
     }
     record_guarded(session::heap_active, || {
@@ -263,7 +266,7 @@ pub fn on_numa(
 /// `with_stack` (the writer puts the stack's id into the record). Call it while recording.
 pub fn send_stacked(t: u64, record: memshim_trace::Record, with_stack: bool) {
     let stack = with_stack.then(call_stack_hash);
-    session::send(Msg::Stacked(Box::new(crate::msg::StackedMsg {
+    session::send(Msg::Stacked(Box::new(crate::record::msg::StackedMsg {
         t,
         tid: guard::tid(),
         stack,

@@ -124,7 +124,7 @@ pub fn stack_room() -> Option<usize> {
     if low == 0 {
         let here = &low as *const usize as usize;
         let main_thread = tid() == crate::sys::getpid();
-        low = crate::stack_bounds::stack_low(here, main_thread).unwrap_or(UNKNOWN_STACK);
+        low = crate::record::stack_bounds::stack_low(here, main_thread).unwrap_or(UNKNOWN_STACK);
         set(key, low);
     }
     let here = &low as *const usize as usize;

@@ -27,7 +27,7 @@ pub struct ThreadCpus {
 impl ThreadCpus {
     /// The sampler for this machine, or `None` when it has one NUMA node (or none is known).
     pub fn new() -> Option<ThreadCpus> {
-        let nodes = crate::topology::read();
+        let nodes = crate::probes::topology::read();
         if nodes.len() < 2 {
             return None;
         }

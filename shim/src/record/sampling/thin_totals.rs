@@ -166,7 +166,7 @@ pub fn totals() -> HeapTotals {
 
 /// The totals as a trace record, in the thin sampling mode (the only one that counts).
 pub fn reading() -> Option<memshim_trace::Record> {
-    crate::sampling::thin().then(|| memshim_trace::Record::HeapTotals(totals()))
+    crate::record::sampling::thin().then(|| memshim_trace::Record::HeapTotals(totals()))
 }
 
 /// In a fork child: the threads that owned the other slots do not exist here, so their slots are

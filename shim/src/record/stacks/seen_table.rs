@@ -7,14 +7,14 @@
 
 use std::sync::atomic::AtomicU64;
 
-use crate::stacks::SeenTable;
+use crate::record::stacks::SeenTable;
 
 const SLOTS: usize = 1 << 20;
 
 /// Maps the table (8 MiB of address space, pages faulted in on use), or `None` if mapping fails.
 pub fn allocate() -> Option<SeenTable> {
     let bytes = SLOTS * std::mem::size_of::<AtomicU64>();
-    let p = crate::real::mmap(
+    let p = crate::sys::real::mmap(
         std::ptr::null_mut(),
         bytes,
         libc::PROT_READ | libc::PROT_WRITE,

@@ -4,6 +4,13 @@
 //! (dlopen, dlclose) and sends the new map (looking for a CPython loaded late, as an embedding
 //! program does). It is the only
 //! place, besides start and exit, that walks the loader's list, so the writer never has to.
+pub(crate) mod counters;
+pub(crate) mod heap_use;
+pub(crate) mod modules;
+pub(crate) mod nvml;
+pub(crate) mod perf_fd;
+pub(crate) mod thread_cpus;
+pub(crate) mod topology;
 use std::io;
 use std::time::Duration;
 
@@ -11,22 +18,22 @@ use crossbeam_channel::Sender;
 
 use memshim_trace::Record;
 
-use crate::msg::Msg;
-use crate::threads::send_unparked;
-use crate::{modules, sys};
+use crate::record::msg::Msg;
+use crate::sys;
+use crate::sys::threads::send_unparked;
 
 const PERIOD: Duration = Duration::from_millis(100);
 
 /// Starts the sampler thread for the process `pid`.
 pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
     let seen = modules::counters();
-    crate::threads::spawn(c"memshim-sampler", move || {
+    crate::sys::threads::spawn(c"memshim-sampler", move || {
         let mut seen = seen;
         let mut heap = Pace::new(1, HEAP_SLOW);
         // The first reading at the first period, so a short run still shows how the counters grew.
         let mut counters = Pace::new(COUNTER_TICKS, COUNTER_SLOW).due_first();
         let mut threads =
-            crate::threadcpus::ThreadCpus::new().map(|t| (t, Pace::new(1, THREADS_SLOW)));
+            crate::probes::thread_cpus::ThreadCpus::new().map(|t| (t, Pace::new(1, THREADS_SLOW)));
         let mut gpus = GpuSampling::default();
         let mut poller = false;
         // CUPTI hands back its activity buffers when asked: once a second.
@@ -36,8 +43,8 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
             if sys::getpid() != pid {
                 return;
             }
-            if crate::threads::program_gone() {
-                crate::threads::exit_as_last_thread();
+            if crate::sys::threads::program_gone() {
+                crate::sys::threads::exit_as_last_thread();
             }
             if !poller && crate::cuda::record::used() && crate::session::cuda_enabled() {
                 poller = true;
@@ -60,12 +67,12 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
             }
             if heap.due() {
                 let start = std::time::Instant::now();
-                let stats = crate::heapstats::sample();
+                let stats = crate::probes::heap_use::sample();
                 heap.took(start.elapsed());
                 if !send_unparked(&tx, Msg::Record(Record::HeapStats(Box::new(stats)))) {
                     return;
                 }
-                if let Some(r) = crate::heap_counts::reading() {
+                if let Some(r) = crate::record::sampling::thin_totals::reading() {
                     if !send_unparked(&tx, Msg::Record(r)) {
                         return;
                     }
@@ -73,7 +80,7 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
             }
             if counters.due() {
                 let start = std::time::Instant::now();
-                let values = crate::counters::sample();
+                let values = crate::probes::counters::sample();
                 counters.took(start.elapsed());
                 if let Some(v) = values {
                     if !send_unparked(&tx, Msg::Record(Record::CounterSample(v))) {
@@ -114,7 +121,7 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
 
 /// NVML, started once the process used CUDA; read every `every` periods, less often when slow.
 struct GpuSampling {
-    nvml: Option<crate::nvml::Nvml>,
+    nvml: Option<crate::probes::nvml::Nvml>,
     tried: bool,
     described: bool,
     pace: Pace,
@@ -149,7 +156,7 @@ impl GpuSampling {
                 return None;
             }
             self.tried = true;
-            self.nvml = crate::nvml::Nvml::start(pid);
+            self.nvml = crate::probes::nvml::Nvml::start(pid);
         }
         let nvml = self.nvml.as_ref()?;
         if !self.described {

@@ -61,7 +61,7 @@ impl Counter {
         let fd = crate::sys::move_high(unsafe { OwnedFd::from_raw_fd(fd) });
         let id = crate::sys::file_id(fd.as_raw_fd())
             .ok_or_else(|| io::Error::other("cannot identify the counter's descriptor"))?;
-        if !crate::owned_fds::claim(fd.as_raw_fd(), crate::owned_fds::Owner::Counter) {
+        if !crate::sys::owned_fds::claim(fd.as_raw_fd(), crate::sys::owned_fds::Owner::Counter) {
             return Err(io::Error::other("too many descriptors kept by the shim"));
         }
         Ok(Counter {
@@ -72,7 +72,7 @@ impl Counter {
 
     fn still_ours(&self) -> bool {
         let fd = self.fd.as_raw_fd();
-        crate::owned_fds::holds(fd, crate::owned_fds::Owner::Counter)
+        crate::sys::owned_fds::holds(fd, crate::sys::owned_fds::Owner::Counter)
             && crate::sys::file_id(fd) == Some(self.id)
     }
 

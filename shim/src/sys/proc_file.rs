@@ -8,8 +8,8 @@
 use std::ffi::CStr;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use crate::owned_fds::{self, Owner};
 use crate::sys;
+use crate::sys::owned_fds::{self, Owner};
 
 /// One kept-open `/proc` file.
 pub struct ProcFile {

@@ -12,7 +12,7 @@ use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void, CStr};
 
 use memshim_trace::{GpuInfo, GpuSample};
 
-use crate::real::function;
+use crate::sys::real::function;
 
 type Device = *mut c_void;
 

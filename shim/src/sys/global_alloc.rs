@@ -10,7 +10,7 @@
 use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::c_void;
 
-use crate::real;
+use crate::sys::real;
 
 /// The allocator of the shim's own code.
 pub struct RealAllocator;

@@ -18,6 +18,7 @@
 //! The countdown lives in a `pthread_getspecific` slot (see `guard` for why not a thread-local),
 //! created once at start; values are plain integers stored in the pointer.
 #![allow(unsafe_code)]
+pub(crate) mod thin_totals;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
@@ -35,13 +36,13 @@ pub fn init(mean: u64, thin: bool) {
         return;
     }
     if thin {
-        if !crate::heap_counts::init() {
+        if !crate::record::sampling::thin_totals::init() {
             crate::session::warn(
                 "no thread-specific keys are left for counting allocations; every allocation is recorded",
             );
         } else {
             // Another salt in each run: which addresses are sampled is not the same every time.
-            let salt = crate::clock::monotonic_ns() ^ ((crate::sys::getpid() as u64) << 32);
+            let salt = crate::sys::clock::monotonic_ns() ^ ((crate::sys::getpid() as u64) << 32);
             SALT.store(mix(salt), Ordering::Relaxed);
             MEAN.store(mean, Ordering::Release);
             THIN.store(true, Ordering::Release);

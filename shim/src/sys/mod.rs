@@ -4,6 +4,13 @@
 //! Every block passes the kernel or libc valid, NUL-terminated strings and buffers it owns, and reads
 //! back only what the call reported writing.
 #![allow(unsafe_code)]
+pub(crate) mod bootstrap;
+pub(crate) mod clock;
+pub(crate) mod global_alloc;
+pub(crate) mod owned_fds;
+pub(crate) mod proc_file;
+pub(crate) mod real;
+pub(crate) mod threads;
 
 use std::ffi::{CStr, CString};
 use std::io;

@@ -12,7 +12,7 @@ use std::sync::{Mutex, OnceLock};
 
 use memshim_trace::Counter as Out;
 
-use crate::perf_fd::{Counter, Kind};
+use crate::probes::perf_fd::{Counter, Kind};
 
 struct Opened {
     name: &'static str,

@@ -63,7 +63,7 @@ impl TraceFile {
         // With few descriptors to spare, none is kept: each frame opens the file for a moment.
         let spare = sys::nofile_limit().is_none_or(|n| n >= MIN_NOFILE);
         let held = (spare
-            && crate::owned_fds::claim(fd.as_raw_fd(), crate::owned_fds::Owner::Trace))
+            && crate::sys::owned_fds::claim(fd.as_raw_fd(), crate::sys::owned_fds::Owner::Trace))
         .then_some(fd);
         if let Some(fd) = &held {
             sys::reserve_beyond_end(fd.as_raw_fd(), 0, RESERVE);
@@ -89,7 +89,9 @@ impl TraceFile {
     fn write_now(&mut self, buf: &[u8]) -> io::Result<()> {
         if let Some(fd) = &self.held {
             let raw = fd.as_raw_fd();
-            if crate::owned_fds::holds(raw, crate::owned_fds::Owner::Trace) && self.is_ours(raw) {
+            if crate::sys::owned_fds::holds(raw, crate::sys::owned_fds::Owner::Trace)
+                && self.is_ours(raw)
+            {
                 return self.write_whole(raw, buf, true);
             }
             // Released by the program: the number is not ours to close any more.
@@ -206,7 +208,7 @@ impl Drop for TraceFile {
             ));
         }
         if let Some(fd) = self.held.take() {
-            if !crate::owned_fds::holds(fd.as_raw_fd(), crate::owned_fds::Owner::Trace) {
+            if !crate::sys::owned_fds::holds(fd.as_raw_fd(), crate::sys::owned_fds::Owner::Trace) {
                 // The program took the number back: closing it would close the program's file.
                 std::mem::forget(fd);
             }
@@ -358,7 +360,7 @@ mod reuse_tests {
         assert!(held >= sys::high_floor(), "{held}");
         f.write_all(b"frame1").unwrap();
         // The program closes the trace's descriptor (as a daemon closing everything would).
-        crate::owned_fds::released(held, held);
+        crate::sys::owned_fds::released(held, held);
         f.write_all(b"frame2").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"frame1frame2");
         // The file is replaced (removed, and a file of the program's takes its name, often with the

@@ -12,7 +12,7 @@
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
-use crate::bootstrap;
+use crate::sys::bootstrap;
 use crate::sys::set_errno;
 
 /// glibc's own `dlsym`, found with `dlvsym` because the shim exports a `dlsym` of its own.

@@ -7,6 +7,7 @@
 //!
 //! Never: symbolize, lock, or allocate here (the frames of a new stack are boxed through the shim's
 //! own allocator, which calls the real malloc directly).
+pub(crate) mod seen_table;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::config::MAX_STACK_DEPTH;
@@ -62,7 +63,7 @@ pub fn capture(
     // libunwind and reading Python frames (whose buffers take about 4 KiB) need the most stack.
     let roomy = room.is_none_or(|r| r >= MIN_ROOM_FAST);
     let fast = if roomy {
-        crate::unwind::backtrace(&mut out[..depth + SELF_FRAMES])
+        crate::record::unwind::backtrace(&mut out[..depth + SELF_FRAMES])
     } else {
         None
     };

@@ -9,7 +9,7 @@
 
 use memshim_trace::HeapStats;
 
-use crate::proc_file::ProcFile;
+use crate::sys::proc_file::ProcFile;
 
 /// One sample.
 pub fn sample() -> HeapStats {

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Sender, TrySendError};
 
-use crate::msg::Msg;
+use crate::record::msg::Msg;
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
@@ -26,7 +26,7 @@ const STACK_BYTES: usize = 2 << 20;
 static LIVE: AtomicU32 = AtomicU32::new(0);
 
 extern "C" fn start(arg: *mut c_void) -> *mut c_void {
-    crate::guard::mark_thread_untraced();
+    crate::record::guard::mark_thread_untraced();
     // SAFETY: `arg` is the Box<Job> leaked by `spawn`, handed to this thread alone.
     let job = unsafe { Box::from_raw(arg as *mut Job) };
     // A panic must not take the host down with it; the channel's disconnection tells producers.
@@ -42,8 +42,8 @@ pub fn after_fork_in_child() {
 
 /// The main thread's state letter and the process's thread count, from `/proc/self/stat`.
 fn main_state_and_threads() -> Option<(u8, u32)> {
-    static STAT: std::sync::Mutex<crate::proc_file::ProcFile> =
-        std::sync::Mutex::new(crate::proc_file::ProcFile::new(c"/proc/self/stat"));
+    static STAT: std::sync::Mutex<crate::sys::proc_file::ProcFile> =
+        std::sync::Mutex::new(crate::sys::proc_file::ProcFile::new(c"/proc/self/stat"));
     let mut buf = [0u8; 1024];
     // The sampler reads it every period; a raw clone child's last thread once, at its end. Tried,
     // not waited on: a fork child's copy of the lock may have been taken at the fork.
@@ -85,7 +85,7 @@ pub fn exit_as_last_thread() -> ! {
 
 /// Ends the process at once with `status`, as the kernel does when the last thread leaves.
 pub fn exit_group(status: i32) -> ! {
-    crate::real::underscore_exit(status)
+    crate::sys::real::underscore_exit(status)
 }
 
 /// Starts a detached, untraced thread named `name` (at most 15 bytes) running `job`.

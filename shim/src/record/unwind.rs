@@ -18,8 +18,8 @@
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::owned_fds::{self, Owner};
-use crate::real;
+use crate::sys::owned_fds::{self, Owner};
+use crate::sys::real;
 
 static UNW_BACKTRACE: AtomicUsize = AtomicUsize::new(0);
 
