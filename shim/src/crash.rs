@@ -204,7 +204,7 @@ pub fn set_default_keeping_handler<T>(sig: i32, set: impl FnOnce() -> T) -> T {
 extern "C" fn handler(sig: i32, _info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     let saved = crate::sys::errno();
     if handles(sig) && !crate::record::guard::inside() {
-        crate::session::end_on_signal(sig);
+        crate::channel::end_on_signal(sig);
     }
     step_aside(sig);
     // SAFETY: restoring the default with a zeroed (SIG_DFL) action, then sending the signal to this

@@ -24,6 +24,7 @@
 // recording path is unused there.
 #![cfg_attr(test, allow(dead_code))]
 
+mod channel;
 mod config;
 mod crash;
 mod cuda;

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use memshim_trace::{CuptiState, Record, UmCounter};
 
 use crate::record::msg::Msg;
-use crate::{record::guard, session, sys::real};
+use crate::{channel, record::guard, sys::real};
 
 const ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER: u32 = 25;
 const SCOPE_PROCESS_ALL_DEVICES: u32 = 2;
@@ -86,12 +86,12 @@ pub fn start(lib: Option<&str>) {
         },
     };
     if !state.enabled {
-        session::warn(&format!(
+        channel::warn(&format!(
             "CUPTI unified-memory counters are off: {}",
             state.detail
         ));
     }
-    session::send(Msg::Record(Record::Cupti(state)));
+    channel::send(Msg::Record(Record::Cupti(state)));
 }
 
 /// Hands CUPTI's completed buffers to the callback (forced at the end, so partly filled ones too).
@@ -237,7 +237,7 @@ extern "C" fn buffer_completed(
     let guard = guard::enter();
     let counters = sum(buffer, valid);
     if !counters.is_empty() {
-        session::send(Msg::Record(Record::UnifiedMemory(counters)));
+        channel::send(Msg::Record(Record::UnifiedMemory(counters)));
     }
     drop(guard);
     real::munmap(buffer.cast(), BUFFER_BYTES);

@@ -30,7 +30,7 @@ extern "C" fn filter(handle: *mut c_void, name: *const c_char) -> *mut c_void {
     // SAFETY: dlsym's contract: `name` is a NUL-terminated string. Checking two bytes first keeps
     // every other lookup cheap.
     let bytes = unsafe { CStr::from_ptr(name) }.to_bytes();
-    if !bytes.starts_with(b"cu") || !crate::session::cuda_enabled() {
+    if !bytes.starts_with(b"cu") || !crate::channel::cuda_enabled() {
         return std::ptr::null_mut();
     }
     let Ok(name) = std::str::from_utf8(bytes) else {

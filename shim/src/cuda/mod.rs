@@ -54,7 +54,7 @@ macro_rules! wrapper {
             match std::panic::catch_unwind(body) {
                 Ok(r) => r,
                 Err(_) => {
-                    $crate::session::fail("internal error in a CUDA wrapper");
+                    $crate::channel::fail("internal error in a CUDA wrapper");
                     made.get().unwrap_or_else(real_call)
                 }
             }

@@ -31,7 +31,7 @@ extern "C" fn note(file: *const c_char, mode: c_int) {
     // SAFETY: dlopen's contract: a non-null `file` is a NUL-terminated string.
     let name = unsafe { CStr::from_ptr(file) };
     crate::record::recorder::lifecycle(|| {
-        crate::session::note(&format!(
+        crate::channel::note(&format!(
             "{} was opened with RTLD_DEEPBIND: its own calls to malloc and free go to the C library past memshim, so its allocations are not in this trace",
             name.to_string_lossy()
         ))

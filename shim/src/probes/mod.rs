@@ -46,14 +46,14 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
             if crate::sys::threads::program_gone() {
                 crate::sys::threads::exit_as_last_thread();
             }
-            if !poller && crate::cuda::record::used() && crate::session::cuda_enabled() {
+            if !poller && crate::cuda::record::used() && crate::channel::cuda_enabled() {
                 poller = true;
                 if let Err(e) = crate::cuda::poller::spawn(tx.clone(), pid) {
-                    crate::session::warn(&format!(
+                    crate::channel::warn(&format!(
                         "cannot start the copy-timing thread ({e}): async copies are not timed on the GPU"
                     ));
                 }
-                if let Some(c) = crate::session::config().filter(|c| c.cupti) {
+                if let Some(c) = crate::channel::config().filter(|c| c.cupti) {
                     crate::cuda::cupti::start(c.cupti_lib.as_deref());
                 }
             }
@@ -104,7 +104,7 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
             if now != seen {
                 seen = now;
                 let mods = modules::scan(&exe);
-                let enabled = crate::session::config().is_some_and(|c| c.python);
+                let enabled = crate::channel::config().is_some_and(|c| c.python);
                 let python = crate::python::detect(&mods, enabled);
                 if !send_unparked(&tx, Msg::Modules(mods)) {
                     return;
@@ -152,7 +152,7 @@ impl GpuSampling {
     /// What to record this period, if anything.
     fn tick(&mut self, pid: u32) -> Option<Record> {
         if !self.tried {
-            if !crate::cuda::record::used() || !crate::session::cuda_enabled() {
+            if !crate::cuda::record::used() || !crate::channel::cuda_enabled() {
                 return None;
             }
             self.tried = true;

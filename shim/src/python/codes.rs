@@ -85,7 +85,7 @@ fn name(
         let obj = mem.word(code + off).unwrap_or(0);
         read_str(mem, l, unicode_type, obj).unwrap_or_else(|| "?".into())
     };
-    crate::session::send(Msg::PyCode(Box::new(PyCodeMsg {
+    crate::channel::send(Msg::PyCode(Box::new(PyCodeMsg {
         id,
         name: text(l.code_name),
         file: text(l.code_filename),

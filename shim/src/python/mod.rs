@@ -255,7 +255,7 @@ fn verify() -> bool {
             ),
         });
         if let Some(p) = p {
-            crate::session::send(crate::record::msg::Msg::Record(
+            crate::channel::send(crate::record::msg::Msg::Record(
                 memshim_trace::Record::Python(p),
             ));
         }

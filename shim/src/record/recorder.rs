@@ -9,7 +9,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use memshim_trace::{AllocFn, MapFn, Record};
 
 use crate::record::msg::Msg;
-use crate::{record::guard, record::sampling, record::stacks, session, sys, sys::clock, sys::real};
+use crate::{
+    channel, record::guard, record::sampling, record::stacks, record::stacks::seen_table, sys,
+    sys::clock, sys::real,
+};
 
 /// Runs `f` inside the guard with errno preserved and panics contained.
 #[inline(always)]
@@ -23,7 +26,7 @@ fn record(active: fn() -> bool, f: impl FnOnce()) {
 pub fn record_guarded(active: fn() -> bool, f: impl FnOnce()) {
     let saved = sys::errno();
     if active() && catch_unwind(AssertUnwindSafe(f)).is_err() {
-        session::fail("internal error in the recorder");
+        channel::fail("internal error in the recorder");
     }
     sys::set_errno(saved);
 }
@@ -51,8 +54,8 @@ fn stack_hash_with(lend_python: bool) -> u64 {
     let room = crate::record::guard::stack_room();
     if room.is_some_and(|r| r < stacks::MIN_ROOM_ANY) {
         let hash = stacks::hash(&[]);
-        if session::first_sighting(hash) {
-            session::send(Msg::Stack {
+        if seen_table::first_sighting(hash) {
+            channel::send(Msg::Stack {
                 hash,
                 frames: Box::new([]),
             });
@@ -65,13 +68,13 @@ fn stack_hash_with(lend_python: bool) -> u64 {
 /// Captures and hashes the stack, out of line so that its buffers take stack only when used.
 #[inline(never)]
 fn captured_hash(lend_python: bool, room: Option<usize>) -> u64 {
-    let depth = session::config().map_or(64, |c| c.stack_depth);
+    let depth = channel::config().map_or(64, |c| c.stack_depth);
     let mut buf = [0u64; stacks::CAPTURE_LEN];
     let len = stacks::capture(&mut buf, depth, lend_python, room);
     let frames = &buf[..len];
     let hash = stacks::hash(frames);
-    if session::first_sighting(hash) {
-        session::send(Msg::Stack {
+    if seen_table::first_sighting(hash) {
+        channel::send(Msg::Stack {
             hash,
             frames: frames.into(),
         });
@@ -87,7 +90,7 @@ fn captured_hash(lend_python: bool, room: Option<usize>) -> u64 {
 /// capture's first touch of libunwind's thread-locals allocates, which would wait on them).
 #[inline(always)]
 pub fn enter_heap() -> Option<guard::Guard> {
-    if !session::heap_enabled() {
+    if !channel::heap_enabled() {
         return None;
     }
     guard::enter()
@@ -102,7 +105,7 @@ pub fn on_alloc(_inside: &guard::Guard, func: AllocFn, addr: *mut libc::c_void, 
     if sampling::thin() {
         return thin_alloc(func, addr, size);
     }
-    record_guarded(session::heap_active, || {
+    record_guarded(channel::heap_active, || {
         let stack = sampling::take(size as u64).then(stack_hash);
         send_alloc(func, addr, size, stack.unwrap_or(UNSAMPLED_HASH));
     });
@@ -113,9 +116,9 @@ pub fn on_alloc(_inside: &guard::Guard, func: AllocFn, addr: *mut libc::c_void, 
 fn thin_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize) {
     let count = |usable| crate::record::sampling::thin_totals::alloc(size as u64, usable);
     if let Some(usable) = thin_counted(addr, count) {
-        record_guarded(session::heap_active, || {
+        record_guarded(channel::heap_active, || {
             send_alloc(func, addr, size, stack_hash());
-            session::send(Msg::Record(Record::Usable(memshim_trace::Usable {
+            channel::send(Msg::Record(Record::Usable(memshim_trace::Usable {
                 addr: addr as u64,
                 usable,
             })));
@@ -128,7 +131,7 @@ fn thin_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize) {
 /// event must be recorded.
 #[inline(always)]
 fn thin_counted(addr: *mut libc::c_void, count: impl FnOnce(u64)) -> Option<u64> {
-    if !session::heap_counting_guarded() {
+    if !channel::heap_counting_guarded() {
         return None;
     }
     let usable = real::usable_size(addr) as u64;
@@ -141,7 +144,7 @@ fn thin_counted(addr: *mut libc::c_void, count: impl FnOnce(u64)) -> Option<u64>
 
 /// Sends an allocation's event, and with it the CPU it ran on when the block is large.
 fn send_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize, stack: u64) {
-    session::send(Msg::Alloc {
+    channel::send(Msg::Alloc {
         t: clock::monotonic_ns(),
         tid: guard::tid(),
         func,
@@ -149,13 +152,13 @@ fn send_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize, stack: u64) {
         size: size as u64,
         stack,
     });
-    if session::config().is_some_and(|c| c.placement_bytes > 0 && size as u64 >= c.placement_bytes)
+    if channel::config().is_some_and(|c| c.placement_bytes > 0 && size as u64 >= c.placement_bytes)
     {
         // SAFETY: sched_getcpu has no preconditions (a vDSO call).
         #[allow(unsafe_code)]
         let cpu = unsafe { libc::sched_getcpu() };
         if cpu >= 0 {
-            session::send(Msg::Record(Record::AllocCpu(memshim_trace::AllocCpu {
+            channel::send(Msg::Record(Record::AllocCpu(memshim_trace::AllocCpu {
                 addr: addr as u64,
                 cpu: cpu as u32,
             })));
@@ -173,8 +176,8 @@ pub fn on_free(_inside: &guard::Guard, addr: *mut libc::c_void, realloc: bool) {
     {
         return;
     }
-    record_guarded(session::heap_active, || {
-        session::send(Msg::Free {
+    record_guarded(channel::heap_active, || {
+        channel::send(Msg::Free {
             t: clock::monotonic_ns(),
             tid: guard::tid(),
             addr: addr as u64,
@@ -190,8 +193,8 @@ pub fn on_realloc_failed(_inside: &guard::Guard, addr: *mut libc::c_void) {
     {
         return;
     }
-    record_guarded(session::heap_active, || {
-        session::send(Msg::ReallocFailed {
+    record_guarded(channel::heap_active, || {
+        channel::send(Msg::ReallocFailed {
             t: clock::monotonic_ns(),
             tid: guard::tid(),
             addr: addr as u64,
@@ -201,10 +204,10 @@ pub fn on_realloc_failed(_inside: &guard::Guard, addr: *mut libc::c_void) {
 
 /// An anonymous mapping was created or moved.
 pub fn on_map(func: MapFn, addr: *mut libc::c_void, len: usize, prot: i32, flags: i32) {
-    record(session::mmap_active, || {
+    record(channel::mmap_active, || {
         let t = clock::monotonic_ns();
         let stack = stack_hash();
-        session::send(Msg::Map {
+        channel::send(Msg::Map {
             t,
             tid: guard::tid(),
             func,
@@ -219,8 +222,8 @@ pub fn on_map(func: MapFn, addr: *mut libc::c_void, len: usize, prot: i32, flags
 
 /// A range is about to be unmapped.
 pub fn on_unmap(addr: *mut libc::c_void, len: usize) {
-    record(session::mmap_active, || {
-        session::send(Msg::Unmap {
+    record(channel::mmap_active, || {
+        channel::send(Msg::Unmap {
             t: clock::monotonic_ns(),
             tid: guard::tid(),
             addr: addr as u64,
@@ -243,7 +246,7 @@ pub fn on_numa(
     flags: u32,
     result: i64,
 ) {
-    record(session::numa_active, || {
+    record(channel::numa_active, || {
         let t = clock::monotonic_ns();
         let record = memshim_trace::Record::NumaCall(Box::new(memshim_trace::NumaCall {
             func,
@@ -266,7 +269,7 @@ pub fn on_numa(
 /// `with_stack` (the writer puts the stack's id into the record). Call it while recording.
 pub fn send_stacked(t: u64, record: memshim_trace::Record, with_stack: bool) {
     let stack = with_stack.then(call_stack_hash);
-    session::send(Msg::Stacked(Box::new(crate::record::msg::StackedMsg {
+    channel::send(Msg::Stacked(Box::new(crate::record::msg::StackedMsg {
         t,
         tid: guard::tid(),
         stack,

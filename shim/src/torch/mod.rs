@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use memshim_trace::{Record, Segment, TorchState};
 
 use crate::record::msg::Msg;
-use crate::{probes::modules, session};
+use crate::{channel, probes::modules};
 
 const IDLE: u8 = 0;
 const BUSY: u8 = 1;
@@ -57,9 +57,9 @@ pub fn on_driver_alloc() {
         Attempt::Later => IDLE,
         Attempt::Decided(state) => {
             if !state.enabled && !state.version.is_empty() {
-                session::warn(&format!("PyTorch's allocator: {}", state.detail));
+                channel::warn(&format!("PyTorch's allocator: {}", state.detail));
             }
-            session::send(Msg::Record(Record::TorchState(Box::new(state))));
+            channel::send(Msg::Record(Record::TorchState(Box::new(state))));
             DONE
         }
     };
@@ -94,7 +94,7 @@ fn attempt() -> Attempt {
         SEARCHED_AT.store(stamp, Ordering::Relaxed);
         return Attempt::Later;
     };
-    if session::config().is_some_and(|c| !c.torch) {
+    if channel::config().is_some_and(|c| !c.torch) {
         return off(
             "",
             "",

@@ -31,7 +31,7 @@ use crate::config::Config;
 use crate::record::msg::{Msg, StackedMsg};
 use crate::writer::output::TraceFile;
 use crate::writer::placement::Placements;
-use crate::{session, sys::clock};
+use crate::{channel, sys::clock};
 
 /// At most this long between two frames on disk.
 const FLUSH_EVERY: Duration = Duration::from_millis(100);
@@ -126,9 +126,9 @@ impl Writer {
         let mut last_flush = Instant::now();
         let mut nap = NAP;
         loop {
-            if let Some(sig) = session::signal_end() {
+            if let Some(sig) = channel::signal_end() {
                 self.close(EndReason::Signal(sig));
-                session::signal_end_done();
+                channel::signal_end_done();
                 return;
             }
             let mut step = Ok(None);
@@ -389,7 +389,7 @@ impl Writer {
                 record: Record::Placement(Box::new(p)),
             })?;
         }
-        let dropped = session::dropped();
+        let dropped = channel::dropped();
         if dropped != self.dropped_written {
             self.dropped_written = dropped;
             self.out.push(&Event {

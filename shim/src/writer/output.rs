@@ -202,7 +202,7 @@ impl TraceFile {
 impl Drop for TraceFile {
     fn drop(&mut self) {
         if let Some((n, e)) = self.finish_pending() {
-            crate::session::warn(&format!(
+            crate::channel::warn(&format!(
                 "{n} bytes of the trace could not be written to {}: {e}",
                 self.path.to_string_lossy()
             ));
@@ -225,7 +225,7 @@ pub fn create(
     pid: u32,
     rank: Option<(&str, u32)>,
 ) -> Result<(TraceFile, PathBuf), String> {
-    let dir = absolute_dir(dir)?;
+    let dir = crate::config::absolute_dir(dir)?;
     if !dir.is_dir() {
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create the output directory {}: {e}", dir.display()))?;
@@ -262,22 +262,6 @@ pub fn create(
         "cannot create a trace file in {}: 1000 names for pid {pid} are taken",
         dir.display()
     ))
-}
-
-/// The output directory as an absolute path, resolved against the working directory of the moment
-/// (the shim resolves `MEMSHIM_OUTPUT` once at start, so a program's later `chdir` moves nothing).
-pub fn absolute_dir(dir: &str) -> Result<PathBuf, String> {
-    let dir = Path::new(dir);
-    if dir.as_os_str().is_empty() {
-        return std::env::current_dir()
-            .map_err(|e| format!("cannot find the current directory: {e}"));
-    }
-    if dir.is_absolute() {
-        return Ok(dir.to_path_buf());
-    }
-    let cwd =
-        std::env::current_dir().map_err(|e| format!("cannot find the current directory: {e}"))?;
-    Ok(cwd.join(dir))
 }
 
 /// A file-name-safe short form of the executable's name.
@@ -378,13 +362,5 @@ mod reuse_tests {
         assert!(f.write_all(b"frame4").is_err());
         assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
         std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn a_relative_directory_is_resolved_once() {
-        let abs = absolute_dir("traces").unwrap();
-        assert!(abs.is_absolute());
-        assert_eq!(abs, std::env::current_dir().unwrap().join("traces"));
-        assert_eq!(absolute_dir("/x/y").unwrap(), PathBuf::from("/x/y"));
     }
 }

@@ -37,7 +37,7 @@ pub fn init(mean: u64, thin: bool) {
     }
     if thin {
         if !crate::record::sampling::thin_totals::init() {
-            crate::session::warn(
+            crate::channel::warn(
                 "no thread-specific keys are left for counting allocations; every allocation is recorded",
             );
         } else {

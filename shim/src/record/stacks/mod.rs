@@ -127,53 +127,9 @@ pub fn hash(frames: &[u64]) -> u64 {
     h.max(1)
 }
 
-/// An open-addressing set of stack hashes, insert-only and lock-free.
-pub struct SeenTable {
-    slots: &'static [AtomicU64],
-}
-
-const MAX_PROBES: usize = 64;
-
-impl SeenTable {
-    /// A table over `slots`, whose length must be a power of two.
-    pub fn new(slots: &'static [AtomicU64]) -> SeenTable {
-        debug_assert!(slots.len().is_power_of_two());
-        SeenTable { slots }
-    }
-
-    /// True when `key` was not in the table before (the caller must send the frames); also true when
-    /// the table is too full to tell.
-    #[inline]
-    pub fn first_sighting(&self, key: u64) -> bool {
-        let mask = self.slots.len() - 1;
-        let mut i = (key as usize) & mask;
-        for _ in 0..MAX_PROBES {
-            let slot = &self.slots[i];
-            let v = slot.load(Ordering::Acquire);
-            if v == key {
-                return false;
-            }
-            if v == 0 {
-                match slot.compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire) {
-                    Ok(_) => return true,
-                    Err(found) if found == key => return false,
-                    Err(_) => {}
-                }
-            }
-            i = (i + 1) & mask;
-        }
-        true
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn table(n: usize) -> SeenTable {
-        let v: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
-        SeenTable::new(Box::leak(v.into_boxed_slice()))
-    }
 
     #[test]
     fn hash_depends_on_every_frame_and_order() {
@@ -183,26 +139,6 @@ mod tests {
         assert_ne!(a, hash(&[1, 2]));
         assert_eq!(a, hash(&[1, 2, 3]));
         assert_ne!(hash(&[]), 0);
-    }
-
-    #[test]
-    fn first_sighting_once_per_key_even_when_colliding_slots() {
-        let t = table(8);
-        assert!(t.first_sighting(3));
-        assert!(!t.first_sighting(3));
-        assert!(t.first_sighting(11)); // same slot as 3, probes on
-        assert!(!t.first_sighting(11));
-        assert!(!t.first_sighting(3));
-    }
-
-    #[test]
-    fn full_table_asks_to_send() {
-        let t = table(4);
-        for k in 1..=4 {
-            assert!(t.first_sighting(k));
-        }
-        assert!(t.first_sighting(99));
-        assert!(t.first_sighting(99));
     }
 
     #[test]
