@@ -199,7 +199,7 @@ pub fn finish(reason: EndReason) -> bool {
 
 /// In the thin sampling mode, sends the running totals of every allocation and free.
 pub fn send_heap_totals() {
-    if let Some(r) = crate::record::sampling::thin_totals::reading() {
+    if let Some(r) = crate::record::sampling::totals_record() {
         send(Msg::Record(r));
     }
 }

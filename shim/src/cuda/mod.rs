@@ -33,7 +33,7 @@ macro_rules! wrapper {
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> $crate::cuda::CUresult {
             let name = concat!(stringify!($name), "\0");
-            let Some(real) = $crate::cuda::table::real_for(&$name::REAL, name) else {
+            let Some(real) = $crate::cuda::slot::real_for(&$name::REAL, name) else {
                 return $crate::cuda::CUDA_ERROR_NOT_INITIALIZED;
             };
             // The real call's result, once made: a panic in the recording after it must not make
@@ -72,6 +72,7 @@ pub mod lifecycle;
 pub mod poller;
 pub mod record;
 pub mod shape;
+pub mod slot;
 pub mod table;
 
 /// `CUresult`.

@@ -72,7 +72,7 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
                 if !send_unparked(&tx, Msg::Record(Record::HeapStats(Box::new(stats)))) {
                     return;
                 }
-                if let Some(r) = crate::record::sampling::thin_totals::reading() {
+                if let Some(r) = crate::record::sampling::totals_record() {
                     if !send_unparked(&tx, Msg::Record(r)) {
                         return;
                     }

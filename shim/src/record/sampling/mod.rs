@@ -68,6 +68,11 @@ pub fn thin() -> bool {
     THIN.load(Ordering::Relaxed)
 }
 
+/// The running totals as a trace record, in the thin sampling mode (the only one that counts).
+pub fn totals_record() -> Option<memshim_trace::Record> {
+    thin().then(|| memshim_trace::Record::HeapTotals(thin_totals::totals()))
+}
+
 /// In the thin mode, whether the block at `addr` of `usable` bytes is a sampled one: the same answer
 /// when it is allocated and when it is freed.
 #[inline(always)]

@@ -164,11 +164,6 @@ pub fn totals() -> HeapTotals {
     t
 }
 
-/// The totals as a trace record, in the thin sampling mode (the only one that counts).
-pub fn reading() -> Option<memshim_trace::Record> {
-    crate::record::sampling::thin().then(|| memshim_trace::Record::HeapTotals(totals()))
-}
-
 /// In a fork child: the threads that owned the other slots do not exist here, so their slots are
 /// free for the child's threads (their counts stay, as part of what the child inherited).
 pub fn after_fork_in_child() {

@@ -3,7 +3,7 @@
 
 use std::ffi::{c_int, c_uint};
 
-use super::*;
+use super::symbols::*;
 
 /// The next `close`.
 pub fn close(fd: c_int) -> c_int {

@@ -3,7 +3,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::*;
+use super::symbols::*;
 
 extern "C" {
     fn __libc_malloc(size: usize) -> *mut c_void;

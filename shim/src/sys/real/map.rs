@@ -3,7 +3,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::*;
+use super::symbols::*;
 
 /// The next `mmap`.
 #[inline]

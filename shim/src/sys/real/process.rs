@@ -3,7 +3,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use super::*;
+use super::symbols::*;
 
 type Argv = *const *const c_char;
 

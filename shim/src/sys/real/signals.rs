@@ -3,7 +3,7 @@
 
 use std::ffi::c_int;
 
-use super::*;
+use super::symbols::*;
 
 /// The next `sigaction`.
 pub fn sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int {
