@@ -18,6 +18,20 @@
 //! - **fork/exec/exit.** A fork child writes its own trace with its own writer (started on its first
 //!   event); exec closes the trace first; the library destructor and `_exit` close it at the end; a
 //!   frame reaches the disk at least every 100 ms, so SIGKILL loses at most the last moment.
+//!
+//! The modules, in the order a recorded call travels:
+//! - `hooks` (and the CUDA wrappers in `cuda`, the PyTorch callbacks in `torch`): the exported
+//!   symbols; they call the real function and hand the call to `record`.
+//! - `record`: on the traced thread, the guard, the stack (with `python`'s frames), the sampling
+//!   decision; it makes a message.
+//! - `channel`: the one queue every producer sends on, and the state they ask before recording.
+//! - `writer`: its own thread; turns messages into the trace file (`writer::output`).
+//! - `probes`: its own thread; reads what no call reports (heap statistics, counters, GPUs, the
+//!   module map) and sends it on the same channel.
+//! - `sys`: below everything: the real functions, system-call wrappers, the clock, the helper
+//!   threads, the bootstrap arena.
+//! - `session`: the lifecycle above them all: starts the writer and the probes, follows fork and
+//!   exec, ends the trace; `config` and `rank` are the settings it reads once.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(unsafe_code)]
 // Unit-test builds leave out the hooks (a test binary must keep its own allocator), so much of the

@@ -1,9 +1,10 @@
-//! The sampler thread: every 100 ms it samples the C library's heap statistics and the resident set,
-//! about once a second the performance counters' running totals, on a machine with several NUMA
-//! nodes the CPU each thread runs on (`threadcpus`), and checks whether the module map changed
-//! (dlopen, dlclose) and sends the new map (looking for a CPython loaded late, as an embedding
-//! program does). It is the only
-//! place, besides start and exit, that walks the loader's list, so the writer never has to.
+//! The probes' thread (`memshim-sampler`) and what it reads: every 100 ms the C library's heap
+//! statistics and the resident set (`heap_use`), about once a second the performance counters'
+//! running totals (`counters`), on a machine with several NUMA nodes the CPU each thread runs on
+//! (`thread_cpus`), the GPUs' NVML readings (`nvml`), and whether the module map changed (dlopen,
+//! dlclose; `modules`), sending the new map (looking for a CPython loaded late, as an embedding
+//! program does). It is the only place, besides start and exit, that walks the loader's list, so the
+//! writer never has to. It reads; it never records a program's call (that is `record`'s).
 pub(crate) mod counters;
 pub(crate) mod heap_use;
 pub(crate) mod modules;

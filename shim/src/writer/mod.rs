@@ -261,7 +261,7 @@ impl Writer {
                 } = *m;
                 if let Some(hash) = stack {
                     let id = self.stack_id(hash);
-                    set_stack(&mut record, id);
+                    record.set_stack(id);
                 }
                 self.track_host_placement(&record, t)?;
                 (t, tid, record)
@@ -399,20 +399,5 @@ impl Writer {
             })?;
         }
         self.out.flush_frame()
-    }
-}
-
-/// Puts a stack id into the records that carry one.
-fn set_stack(record: &mut Record, id: u32) {
-    match record {
-        Record::DeviceAlloc(r) => r.stack = id,
-        Record::CudaFailure(r) => r.stack = id,
-        Record::ManagedHint(r) => r.stack = id,
-        Record::Copy(r) => r.stack = id,
-        Record::TimedCopy(r) => r.copy.stack = id,
-        Record::NumaCall(r) => r.stack = id,
-        Record::Torch(r) => r.stack = id,
-        Record::TorchOom(r) => r.stack = id,
-        _ => {}
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! Two modes:
 //! - **thin** (the default): only sampled allocations, and the frees of sampled blocks, are recorded
-//!   as events; every other call is only counted (`heap_counts`). The free of a block must know
+//!   as events; every other call is only counted (`thin_totals`). The free of a block must know
 //!   whether its allocation was sampled without a table of sampled blocks, so the decision is a
 //!   function of the block itself: its address (hashed with a per-process salt) and its usable size
 //!   (`malloc_usable_size`, which the free can ask again). A hashed address is a uniform draw, so each
