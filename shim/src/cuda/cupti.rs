@@ -187,8 +187,8 @@ fn enable(lib: Option<&str>) -> Result<String, String> {
 
 fn open(lib: Option<&str>) -> Result<(*mut c_void, String), String> {
     let try_open = |name: &CStr| {
-        // SAFETY: a NUL-terminated path; RTLD_LOCAL keeps CUPTI's symbols out of the program's way.
-        let h = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        // RTLD_LOCAL keeps CUPTI's symbols out of the program's way.
+        let h = real::dlopen(name, libc::RTLD_NOW | libc::RTLD_LOCAL);
         (!h.is_null()).then(|| (h, name.to_string_lossy().into_owned()))
     };
     if let Some(path) = lib.filter(|p| !p.is_empty()) {

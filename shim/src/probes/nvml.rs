@@ -84,13 +84,8 @@ unsafe impl Send for Nvml {}
 impl Nvml {
     /// Loads and starts NVML; `None` when the machine has none or it does not start.
     pub fn start(pid: u32) -> Option<Nvml> {
-        // SAFETY: a NUL-terminated name; the library stays loaded for the life of the process.
-        let lib = unsafe {
-            libc::dlopen(
-                c"libnvidia-ml.so.1".as_ptr(),
-                libc::RTLD_NOW | libc::RTLD_LOCAL,
-            )
-        };
+        // The library stays loaded for the life of the process.
+        let lib = crate::sys::real::dlopen(c"libnvidia-ml.so.1", libc::RTLD_NOW | libc::RTLD_LOCAL);
         if lib.is_null() {
             return None;
         }

@@ -28,13 +28,8 @@ pub fn init(mode: &str) -> bool {
     if mode == "gcc" {
         return false;
     }
-    // SAFETY: NUL-terminated name; RTLD_LOCAL keeps its symbols out of the global scope.
-    let h = unsafe {
-        libc::dlopen(
-            c"libunwind.so.8".as_ptr(),
-            libc::RTLD_NOW | libc::RTLD_LOCAL,
-        )
-    };
+    // RTLD_LOCAL keeps its symbols out of the global scope.
+    let h = real::dlopen(c"libunwind.so.8", libc::RTLD_NOW | libc::RTLD_LOCAL);
     if h.is_null() {
         return false;
     }

@@ -150,9 +150,9 @@ fn install(path: &str, segments: &[Segment], version: &str, l: &'static layout::
             format!("driver level only, because the path {path} holds a NUL"),
         );
     };
-    // SAFETY: RTLD_NOLOAD only finds a library already loaded; the reference we take keeps it
+    // RTLD_NOLOAD only finds a library already loaded; the reference we take keeps it
     // loaded for as long as our callbacks live inside its allocator.
-    let handle = unsafe { libc::dlopen(cpath.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
+    let handle = crate::sys::real::dlopen(&cpath, libc::RTLD_NOLOAD | libc::RTLD_LAZY);
     if handle.is_null() {
         return Attempt::Later;
     }

@@ -1,5 +1,6 @@
 //! How the real functions behind every hook are found: the bootstrap that resolves them once, and
-//! glibc's own `dlsym` for the rest of the shim.
+//! glibc's own `dlsym` and `dlopen` for the rest of the shim (the one place it opens libraries and
+//! looks up their symbols).
 //!
 //! # Safety
 //! Each hooked symbol is resolved once with `dlsym(RTLD_NEXT, name)`, so memshim sits in front of
@@ -284,6 +285,14 @@ fn object_name(p: *mut c_void) -> Option<String> {
             .to_string_lossy()
             .into_owned(),
     )
+}
+
+/// `dlopen`: how the shim opens a library of its own (libunwind, NVML, CUPTI) or takes a reference
+/// to one already loaded (`RTLD_NOLOAD`: libcuda, libpython, libtorch). Null when it cannot.
+pub fn dlopen(path: &CStr, flags: c_int) -> *mut c_void {
+    // SAFETY: `path` is NUL-terminated; dlopen has no other precondition (what a library's
+    // constructors do when it is loaded is the library's, as for any dlopen).
+    unsafe { libc::dlopen(path.as_ptr(), flags) }
 }
 
 /// glibc's `dlsym`, called from inside the shim (so `RTLD_NEXT` means "after libmemshim").
