@@ -16,6 +16,7 @@ pub mod owner;
 pub mod ranks;
 pub mod redact;
 pub mod released;
+pub mod sites;
 pub mod system;
 pub mod torch;
 pub mod torch_roles;

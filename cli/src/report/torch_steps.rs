@@ -7,18 +7,18 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use memshim_trace::FrameRef;
 
-use super::build::frames;
 use super::model::{Finding, StepGrowth, StepOut, TorchSection, TorchStepsOut};
+use super::sites::frames;
 use super::torch::place;
 use super::torch_roles::{out as roles_out, role};
 use crate::analysis::growth::growing;
 use crate::analysis::python_sites::regroup;
 use crate::analysis::torch_steps::{Keys, Segment, StepPass, DEPTHS};
 use crate::analysis::transfers::Direction;
-use crate::render::human_bytes;
 use crate::replay::torch_pass::torch_pass;
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
+use crate::units::human_bytes;
 
 /// Fewer repetitions than this are not a loop.
 pub const MIN_STEPS: usize = 3;

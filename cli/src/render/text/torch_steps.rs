@@ -2,9 +2,9 @@
 use std::io::{self, Write};
 
 use super::Text;
-use crate::render::human_bytes;
 use crate::report::model::{RolesOut, TorchSection};
 use crate::report::torch::place;
+use crate::units::human_bytes;
 
 /// Steps shown before the rest are summed up in one line.
 const STEPS_SHOWN: usize = 20;
