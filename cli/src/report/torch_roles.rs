@@ -119,7 +119,7 @@ mod tests {
         let backward = py("backward", &format!("{site}/autograd/__init__.py"));
         assert_eq!(name(&[native("x"), backward]), "gradients");
         let forward = py("Linear.forward", &format!("{site}/nn/modules/linear.py"));
-        assert_eq!(name(&[forward.clone()]), "activations");
+        assert_eq!(name(std::slice::from_ref(&forward)), "activations");
         assert_eq!(
             name(&[native("at::cuda::getCUDABlasLtWorkspace()"), forward]),
             "workspaces"

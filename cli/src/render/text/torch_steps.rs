@@ -11,7 +11,7 @@ const STEPS_SHOWN: usize = 20;
 
 /// One line of roles, largest first, those holding nothing left out.
 pub(super) fn roles_line(r: &RolesOut) -> String {
-    let mut parts = vec![
+    let mut parts = [
         ("parameters", r.parameters),
         ("gradients", r.gradients),
         ("optimizer state", r.optimizer_state),
