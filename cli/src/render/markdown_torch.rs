@@ -98,7 +98,16 @@ pub fn torch(p: &Process, top: usize, out: &mut dyn Write) -> io::Result<()> {
             o.text
         )?;
     }
-    if !t.released_growth.is_empty() || !t.ooms.is_empty() {
+    for f in &t.steps.findings {
+        writeln!(out, "- {}", f.text)?;
+    }
+    for d in &t.devices {
+        if let Some(r) = &d.peak_roles {
+            let line = crate::render::text::roles_line(r);
+            writeln!(out, "- By role at GPU {}'s peak: {line}", d.device)?;
+        }
+    }
+    if !t.released_growth.is_empty() || !t.ooms.is_empty() || !t.devices.is_empty() {
         writeln!(out)?;
     }
     Ok(())

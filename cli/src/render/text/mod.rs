@@ -11,6 +11,7 @@ use crate::units::human_bytes;
 mod gpu;
 mod torch;
 mod torch_steps;
+pub use torch_steps::roles_line;
 
 /// The text renderer.
 pub struct Text {

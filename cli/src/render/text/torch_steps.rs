@@ -10,7 +10,7 @@ use crate::units::human_bytes;
 const STEPS_SHOWN: usize = 20;
 
 /// One line of roles, largest first, those holding nothing left out.
-pub(super) fn roles_line(r: &RolesOut) -> String {
+pub fn roles_line(r: &RolesOut) -> String {
     let mut parts = [
         ("parameters", r.parameters),
         ("gradients", r.gradients),
