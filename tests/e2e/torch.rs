@@ -158,6 +158,11 @@ fn tensors_by_the_line_that_holds_them_growth_given_back_and_oom_verdicts() {
     assert_eq!(frag["reserved_bytes"], 251658240);
     assert_eq!(frag["cache_free_bytes"], 171966064);
     assert_eq!(frag["largest_free_bytes"], 14680064);
+    // By role then: no frame here is one of PyTorch's, so all of it is the program's own ("other"),
+    // and the cache's free space is reserved less allocated.
+    assert_eq!(frag["roles"]["other"], 79692176, "{frag}");
+    assert_eq!(frag["roles"]["parameters"], 0);
+    assert_eq!(frag["roles"]["cache_free"], 171966064);
     assert_eq!(frag["device_total_bytes"], 268435456);
     assert_eq!(frag["device_free_bytes"], 16777216);
     assert!(frag["text"]
