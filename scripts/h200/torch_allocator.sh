@@ -27,7 +27,7 @@ export PYTHONUNBUFFERED=1
             "$M" report "$w/$mode.$prog" >"$w/$mode.$prog.txt" 2>&1
             "$M" report --format json "$w/$mode.$prog" >"$w/$mode.$prog.json" 2>/dev/null
             sed -n '/^pytorch allocator/,/^[a-z]/p' "$w/$mode.$prog.txt" |
-                grep -E '^pytorch|GPU [0-9]:|held at the peak|tensors held|^  #|released growth|growing until|OOM on|verdict|held #|outside|^        [a-zA-Z_<].*py:[0-9]|^            [a-z].*(c10|Allocator)|^  (step|role|by role)|a step at|released' |
+                grep -E '^pytorch|GPU [0-9]:|held at the peak|tensors held|^  #|released growth|growing until|OOM on|verdict|held #|outside|^        [a-zA-Z_<].*py:[0-9]|^            [a-z].*(c10|Allocator)|^  (steps|by role)|by role:|a step at|released' |
                 head -60
             sed -n '/^processes/,/^$/p;/^growth/,/^[a-z]/p' "$w/$mode.$prog.txt" | grep -E 'processes|pid|worker|released|grew' | head -12
         done
