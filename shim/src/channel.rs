@@ -13,9 +13,7 @@
 //!
 //! Never: block the host forever. Producers wait on a full channel (backpressure), but the writer
 //! never waits on them, and every wait at exit has a deadline.
-use std::sync::atomic::{
-    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering,
-};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -23,6 +21,7 @@ use crossbeam_channel::Sender;
 
 use crate::config::Config;
 use crate::record::msg::Msg;
+use crate::sys::leaked::Leaked;
 use crate::sys::{self, clock};
 
 pub(crate) const OFF: u8 = 0;
@@ -48,7 +47,8 @@ pub(crate) struct Session;
 
 // The statics below are written by the lifecycle (start, fork, exec, end) and read by producers.
 pub(crate) static STATE: AtomicU8 = AtomicU8::new(OFF);
-pub(crate) static SENDER: AtomicPtr<Sender<Msg>> = AtomicPtr::new(std::ptr::null_mut());
+/// The sending end, leaked on purpose: producers may hold a reference to it at any moment.
+pub(crate) static SENDER: Leaked<Sender<Msg>> = Leaked::none();
 pub(crate) static OWNER_PID: AtomicU32 = AtomicU32::new(0);
 pub(crate) static DROPPED: AtomicU64 = AtomicU64::new(0);
 static WARNED: AtomicBool = AtomicBool::new(false);
@@ -166,14 +166,10 @@ pub fn config() -> Option<&'static Config> {
 /// owner is a child made behind the shim's back (an inline `fork` system call): it starts afresh.
 #[inline]
 pub fn send(msg: Msg) {
-    let p = SENDER.load(Ordering::Acquire);
-    if p.is_null() {
+    let Some(tx) = SENDER.get() else {
         DROPPED.fetch_add(1, Ordering::Relaxed);
         return;
-    }
-    // SAFETY: a non-null SENDER points to a leaked Box that is never freed.
-    #[allow(unsafe_code)]
-    let tx = unsafe { &*p };
+    };
     let mut msg = msg;
     loop {
         match tx.try_send(msg) {

@@ -1,4 +1,8 @@
 //! Process lifecycle: fork, exec, dlopen/dlclose, exit status and output, death by SIGKILL.
+//!
+//! # Safety
+//! `kill` is a plain system call with no memory-safety preconditions.
+#![allow(unsafe_code)]
 use crate::report::*;
 use crate::util::*;
 
