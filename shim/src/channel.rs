@@ -137,7 +137,7 @@ fn active() -> bool {
 /// earlier by the loader): start now, so that allocation and all after it are recorded.
 #[cold]
 fn start_early() -> bool {
-    <Session as Lifecycle>::init();
+    contained(<Session as Lifecycle>::init);
     STATE.load(Ordering::Acquire) == RUNNING
 }
 
@@ -149,8 +149,17 @@ fn start_pending() -> bool {
     {
         return STATE.load(Ordering::Acquire) == RUNNING;
     }
-    <Session as Lifecycle>::begin();
+    contained(<Session as Lifecycle>::begin);
     STATE.load(Ordering::Acquire) == RUNNING
+}
+
+/// Runs a step of the lifecycle that a producer's call set off, inside a hook: a panic there must
+/// not unwind into the hook's C caller (which aborts the program), so it stops tracing instead.
+#[cold]
+fn contained(step: fn()) {
+    if std::panic::catch_unwind(step).is_err() {
+        fail("internal error while starting the trace");
+    }
 }
 
 /// The settings, once initialised.
@@ -177,7 +186,7 @@ pub fn send(msg: Msg) {
             Err(crossbeam_channel::TrySendError::Full(m)) => {
                 if OWNER_PID.load(Ordering::Acquire) != sys::getpid() {
                     DROPPED.fetch_add(1, Ordering::Relaxed);
-                    <Session as Lifecycle>::restart_in_child();
+                    contained(<Session as Lifecycle>::restart_in_child);
                     return;
                 }
                 msg = m;
