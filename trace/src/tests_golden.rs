@@ -4,7 +4,7 @@
 //! record changes the text only by that field's default: regenerate the text, never the trace.
 //! Versions 1 to 7 have no golden file (no build of theirs was kept to write one); version 1's
 //! layout is checked by a hand-built stream in `tests`.
-use crate::tests::{events_n, header, write_events};
+use crate::tests::{events_n, write_events};
 use crate::*;
 
 /// The header and every event of a trace, one per line, with how the trace ended.
