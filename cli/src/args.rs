@@ -29,6 +29,15 @@ pub enum Command {
         /// becomes a recorded allocation.
         #[arg(long)]
         python_malloc: bool,
+        /// After the command, check its traces and exit with status 3 when a limit is broken (unless the
+        /// command itself failed: its status wins); repeat for several: leaked-heap=SIZE,
+        /// peak-heap=SIZE, leaked-device=SIZE, peak-device=SIZE (SIZE like 24MiB, 1.5G or bytes;
+        /// suffixes are powers of 1024) or growth (any site whose memory kept growing). Leaks are
+        /// summed over every process, peaks are the highest of any one process; the driver's own
+        /// memory is left out, and under PyTorch's allocator leaked device memory is the tensors
+        /// still held at exit.
+        #[arg(long = "fail-on", value_name = "LIMIT")]
+        fail_on: Vec<crate::gate::Limit>,
         /// The command and its arguments (put them after `--`).
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         command: Vec<String>,
@@ -66,6 +75,14 @@ pub enum Command {
         /// Leave out sites holding fewer bytes than this.
         #[arg(long, default_value_t = 0)]
         min_bytes: u64,
+        /// Exit with status 3 when a limit is broken (repeat for several): leaked-heap=SIZE,
+        /// peak-heap=SIZE, leaked-device=SIZE, peak-device=SIZE (SIZE like 24MiB, 1.5G or bytes;
+        /// suffixes are powers of 1024) or growth (any site whose memory kept growing). Leaks are
+        /// summed over every process, peaks are the highest of any one process; the driver's own
+        /// memory is left out, and under PyTorch's allocator leaked device memory is the tensors
+        /// still held at exit.
+        #[arg(long = "fail-on", value_name = "LIMIT")]
+        fail_on: Vec<crate::gate::Limit>,
     },
     /// Measure this machine's ceilings (host memory bandwidth; GPU copy bandwidth from pageable and
     /// pinned memory) and store them, so reports compare achieved bandwidth against them.

@@ -2,7 +2,8 @@
 //!
 //! Exit codes: `run` returns the traced command's status (128 + signal when it was killed); the
 //! other subcommands return 0 on success and 1 on error, printed as one `memshim: ...` line with its
-//! whole cause chain. A closed output pipe (`memshim report ... | head`) is not an error.
+//! whole cause chain. With `--fail-on`, `report` and `run` (when the command itself succeeded)
+//! return 3 when a limit is broken. A closed output pipe (`memshim report ... | head`) is not an error.
 use memshim_cli::{args, cmd, replay, report};
 
 use std::io;
@@ -17,8 +18,9 @@ fn main() -> ExitCode {
             output,
             quiet,
             python_malloc,
+            fail_on,
             command,
-        } => cmd::run::run(output, quiet, python_malloc, command),
+        } => cmd::run::run(output, quiet, python_malloc, &fail_on, command),
         args::Command::Report {
             paths,
             format,
@@ -30,6 +32,7 @@ fn main() -> ExitCode {
             since,
             until,
             color,
+            fail_on,
         } => {
             let view = cmd::report::View {
                 format,
@@ -41,8 +44,9 @@ fn main() -> ExitCode {
                     until_s: until,
                 },
                 color,
+                fail_on,
             };
-            cmd::report::run(&paths, &view, output.as_deref()).map(|()| 0)
+            cmd::report::run(&paths, &view, output.as_deref())
         }
         args::Command::Info { paths } => cmd::info::run(&paths).map(|()| 0),
         args::Command::Bench { output, quick } => cmd::bench::run(output, quick).map(|()| 0),

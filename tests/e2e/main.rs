@@ -10,6 +10,7 @@ mod cuda;
 mod cuda_timing;
 mod cupti;
 mod formats;
+mod gate;
 mod heap;
 mod hostile;
 mod memory_system;

@@ -14,7 +14,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context, Result};
 
 use crate::elf_kind::{self, Linking};
-use crate::{signals, traces};
+use crate::{gate, signals, traces};
 
 /// The shim's file name.
 const LIB_NAME: &str = "libmemshim.so";
@@ -24,6 +24,7 @@ pub fn run(
     output: Option<PathBuf>,
     quiet: bool,
     python_malloc: bool,
+    fail_on: &[gate::Limit],
     command: Vec<String>,
 ) -> Result<u8> {
     let lib = find_lib()?;
@@ -137,11 +138,23 @@ pub fn run(
             dir.display()
         );
     }
-    Ok(match (status.code(), status.signal()) {
+    let own = match (status.code(), status.signal()) {
         (Some(c), _) => c as u8,
         (None, Some(s)) => 128u8.wrapping_add(s as u8),
         _ => 1,
-    })
+    };
+    if fail_on.is_empty() {
+        return Ok(own);
+    }
+    // The command's own failure is the status to leave with; the limits are still reported.
+    let gated = match super::report::load(std::slice::from_ref(&dir), Default::default()) {
+        Ok(model) => super::report::gate_status(&model, fail_on),
+        Err(e) => {
+            eprintln!("memshim: cannot check --fail-on: {e:#}");
+            1
+        }
+    };
+    Ok(if own != 0 { own } else { gated })
 }
 
 /// `MEMSHIM_LIB`, or `libmemshim.so` beside this executable.
