@@ -108,8 +108,9 @@ pub enum Command {
         top: usize,
     },
     /// Export for other tools: collapsed stacks for flame graphs (flamegraph.pl, inferno, speedscope),
-    /// or a timeline for the Perfetto UI and chrome://tracing.
-    #[command(group(clap::ArgGroup::new("kind").required(true).args(["collapsed", "perfetto"])))]
+    /// a pprof profile (go tool pprof, Pyroscope, Parca), or a timeline for the Perfetto UI and
+    /// chrome://tracing.
+    #[command(group(clap::ArgGroup::new("kind").required(true).args(["collapsed", "pprof", "perfetto"])))]
     Export {
         /// Trace files, or directories of them.
         #[arg(required = true)]
@@ -117,10 +118,15 @@ pub enum Command {
         /// Collapsed stacks, weighted by bytes.
         #[arg(long)]
         collapsed: bool,
+        /// A pprof profile (gzipped profile.proto): alloc_objects, alloc_space, inuse_objects and
+        /// inuse_space (the default) per site, each sample labelled with its pid and program.
+        /// Binary: write it with -o FILE.pb.gz.
+        #[arg(long)]
+        pprof: bool,
         /// A timeline (Chrome trace-event JSON): memory over time and copies per thread.
         #[arg(long)]
         perfetto: bool,
-        /// Weight: bytes still live at the end, or bytes allocated over the run.
+        /// Weight of collapsed stacks: bytes still live at the end, or bytes allocated over the run.
         #[arg(long, value_enum, default_value_t = CollapsedBy::Leaked)]
         by: CollapsedBy,
         /// Which memory.

@@ -59,12 +59,18 @@ fn main() -> ExitCode {
         args::Command::Export {
             paths,
             collapsed: _,
+            pprof,
             perfetto,
             by,
             memory,
             output,
             redact,
         } => {
+            if pprof {
+                return finish(
+                    cmd::export::run_pprof(&paths, memory, output.as_deref(), redact).map(|()| 0),
+                );
+            }
             let kind = if perfetto {
                 cmd::export::Kind::Perfetto
             } else {
@@ -73,6 +79,11 @@ fn main() -> ExitCode {
             cmd::export::run(&paths, kind, output.as_deref(), redact).map(|()| 0)
         }
     };
+    finish(result)
+}
+
+/// The exit status of a subcommand's result; its error, if any, as one line on stderr.
+fn finish(result: anyhow::Result<u8>) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,

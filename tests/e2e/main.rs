@@ -16,6 +16,7 @@ mod hostile;
 mod memory_system;
 mod numa;
 mod numa_qemu;
+mod pprof;
 mod process;
 mod python;
 mod report;

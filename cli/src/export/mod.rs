@@ -1,3 +1,5 @@
 //! Formats other tools open: one file per format.
 pub mod collapsed;
 pub mod perfetto;
+pub mod pprof;
+mod protobuf;
