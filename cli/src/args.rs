@@ -107,10 +107,10 @@ pub enum Command {
         #[arg(long, default_value_t = 10)]
         top: usize,
     },
-    /// Export for other tools: collapsed stacks for flame graphs (flamegraph.pl, inferno, speedscope),
-    /// a pprof profile (go tool pprof, Pyroscope, Parca), or a timeline for the Perfetto UI and
+    /// Export for other tools: collapsed stacks for flame graphs (flamegraph.pl, inferno), a
+    /// speedscope profile, a pprof profile (go tool pprof, Pyroscope, Parca), or a timeline for the Perfetto UI and
     /// chrome://tracing.
-    #[command(group(clap::ArgGroup::new("kind").required(true).args(["collapsed", "pprof", "perfetto"])))]
+    #[command(group(clap::ArgGroup::new("kind").required(true).args(["collapsed", "speedscope", "pprof", "perfetto"])))]
     Export {
         /// Trace files, or directories of them.
         #[arg(required = true)]
@@ -118,6 +118,10 @@ pub enum Command {
         /// Collapsed stacks, weighted by bytes.
         #[arg(long)]
         collapsed: bool,
+        /// A speedscope profile (its own JSON format): one profile per process, frames with their
+        /// file and line, weighted as --by says.
+        #[arg(long)]
+        speedscope: bool,
         /// A pprof profile (gzipped profile.proto): alloc_objects, alloc_space, inuse_objects and
         /// inuse_space (the default) per site, each sample labelled with its pid and program.
         /// Binary: write it with -o FILE.pb.gz.
@@ -126,7 +130,7 @@ pub enum Command {
         /// A timeline (Chrome trace-event JSON): memory over time and copies per thread.
         #[arg(long)]
         perfetto: bool,
-        /// Weight of collapsed stacks: bytes still live at the end, or bytes allocated over the run.
+        /// Weight of collapsed stacks and speedscope samples: bytes still live at the end, or bytes allocated over the run.
         #[arg(long, value_enum, default_value_t = CollapsedBy::Leaked)]
         by: CollapsedBy,
         /// Which memory.

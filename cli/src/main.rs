@@ -59,6 +59,7 @@ fn main() -> ExitCode {
         args::Command::Export {
             paths,
             collapsed: _,
+            speedscope,
             pprof,
             perfetto,
             by,
@@ -73,6 +74,8 @@ fn main() -> ExitCode {
             }
             let kind = if perfetto {
                 cmd::export::Kind::Perfetto
+            } else if speedscope {
+                cmd::export::Kind::Speedscope(by, memory)
             } else {
                 cmd::export::Kind::Collapsed(by, memory)
             };

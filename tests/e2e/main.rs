@@ -9,6 +9,7 @@ mod bounds;
 mod cuda;
 mod cuda_timing;
 mod cupti;
+mod exports;
 mod formats;
 mod gate;
 mod heap;
@@ -16,7 +17,7 @@ mod hostile;
 mod memory_system;
 mod numa;
 mod numa_qemu;
-mod pprof;
+
 mod process;
 mod python;
 mod report;

@@ -7,13 +7,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::args::{CollapsedBy, Memory};
-use crate::export::{collapsed, perfetto, pprof};
+use crate::export::{collapsed, perfetto, pprof, speedscope};
 use crate::report::redact::Redactions;
 use crate::{replay, traces};
 
 /// What to export.
 pub enum Kind {
     Collapsed(CollapsedBy, Memory),
+    Speedscope(CollapsedBy, Memory),
     Perfetto,
 }
 
@@ -38,11 +39,14 @@ pub fn run(paths: &[PathBuf], kind: Kind, output: Option<&Path>, redact: bool) -
                         .context("cannot write the collapsed stacks")?;
                 }
             }
+            Kind::Speedscope(by, memory) => {
+                let all = readable_all(&files)?;
+                hosts.extend(all.iter().map(|t| t.header.hostname.clone()));
+                speedscope::write(&all, by, memory, out)
+                    .context("cannot write the speedscope profile")?;
+            }
             Kind::Perfetto => {
-                let mut all = Vec::new();
-                for f in &files {
-                    all.extend(readable(f, files.len())?);
-                }
+                let all = readable_all(&files)?;
                 hosts.extend(all.iter().map(|t| t.header.hostname.clone()));
                 perfetto::write(&all, out).context("cannot write the timeline")?;
             }
@@ -53,11 +57,11 @@ pub fn run(paths: &[PathBuf], kind: Kind, output: Option<&Path>, redact: bool) -
         let text = String::from_utf8_lossy(&held);
         let redacted = match kind {
             Kind::Collapsed(..) => r.text(&text),
-            Kind::Perfetto => {
+            Kind::Perfetto | Kind::Speedscope(..) => {
                 let mut v: serde_json::Value =
-                    serde_json::from_str(&text).context("the timeline is not JSON")?;
+                    serde_json::from_str(&text).context("the export is not JSON")?;
                 r.json(&mut v);
-                serde_json::to_string(&v).context("cannot write the timeline")?
+                serde_json::to_string(&v).context("cannot write the export")?
             }
         };
         dest.write_all(redacted.as_bytes())
@@ -80,10 +84,7 @@ pub fn run_pprof(
         );
     }
     let files = traces::collect(paths)?;
-    let mut all = Vec::new();
-    for f in &files {
-        all.extend(readable(f, files.len())?);
-    }
+    let all = readable_all(&files)?;
     let hosts = all.iter().map(|t| t.header.hostname.clone()).collect();
     let redactions = redact.then(|| Redactions::for_hosts(hosts));
     let mut dest = destination(output)?;
@@ -100,6 +101,15 @@ fn destination(output: Option<&Path>) -> Result<Box<dyn Write>> {
         )),
         None => Box::new(BufWriter::new(io::stdout().lock())),
     })
+}
+
+/// The replays of every file that can be read (see `readable`).
+fn readable_all(files: &[PathBuf]) -> Result<Vec<replay::Replayed>> {
+    let mut all = Vec::new();
+    for f in files {
+        all.extend(readable(f, files.len())?);
+    }
+    Ok(all)
 }
 
 /// The replay of `file`; of several files, one that cannot be read at all is skipped with a warning

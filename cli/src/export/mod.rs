@@ -3,3 +3,4 @@ pub mod collapsed;
 pub mod perfetto;
 pub mod pprof;
 mod protobuf;
+pub mod speedscope;

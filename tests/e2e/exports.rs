@@ -1,6 +1,7 @@
-//! `memshim export --pprof`: the profile read back with an independent protobuf decoder (prost,
-//! with the messages of pprof's profile.proto declared here by their field numbers) must hold the
-//! exact leak bytes of each site, with Python frames as functions with their file and line.
+//! `memshim export --pprof` and `--speedscope`, read back as other tools read them. The pprof
+//! profile goes through an independent protobuf decoder (prost, with the messages of pprof's
+//! profile.proto declared here by their field numbers): both must hold the exact leak bytes of each
+//! site, with Python frames as functions with their file and line.
 use std::ffi::OsStr;
 use std::io::Read;
 use std::path::Path;
@@ -250,4 +251,54 @@ fn python_lines_are_functions_with_their_file_and_line() {
         .filter(|(f, _)| f.contains(&here))
         .fold((0, 0), |(b, c), (_, v)| (b + v[3], c + v[2]));
     assert_eq!((bytes, count), (1000 * 233, 1000));
+}
+
+#[test]
+fn speedscope_profiles_weigh_each_site_by_its_bytes_with_frames_shared() {
+    let dir = TestDir::new("speedscope_leaky");
+    let prog = dir.compile("leaky.c");
+    memshim_run_ok(&dir, &prog, &[] as &[&str]);
+    let out = run_ok(
+        memshim_cmd()
+            .args(["export", "--speedscope"])
+            .arg(dir.traces()),
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(
+        doc["$schema"],
+        "https://www.speedscope.app/file-format-schema.json"
+    );
+    let frames = doc["shared"]["frames"].as_array().unwrap();
+    let profile = &doc["profiles"][0];
+    assert_eq!(profile["type"], "sampled");
+    assert_eq!(profile["unit"], "bytes");
+    assert!(profile["name"].as_str().unwrap().starts_with("leaky (pid "));
+    let samples = profile["samples"].as_array().unwrap();
+    let weights = profile["weights"].as_array().unwrap();
+    assert_eq!(samples.len(), weights.len());
+    // Each sample runs from the outermost frame to the innermost; leak_aligned's four sites hold
+    // 4772 B, and its frame carries leaky.c and a line.
+    let mut aligned = 0;
+    for (s, w) in samples.iter().zip(weights) {
+        let names: Vec<&serde_json::Value> = s
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| &frames[i.as_u64().unwrap() as usize])
+            .collect();
+        if let Some(f) = names.iter().find(|f| f["name"] == "leak_aligned") {
+            assert!(f["file"].as_str().unwrap().ends_with("leaky.c"), "{f}");
+            assert!(f["line"].as_u64().unwrap() > 0, "{f}");
+            aligned += w.as_u64().unwrap();
+        }
+    }
+    assert_eq!(aligned, 4096 + 512 + 100 + 64);
+    let total: u64 = weights.iter().map(|w| w.as_u64().unwrap()).sum();
+    assert_eq!(profile["endValue"].as_u64(), Some(total));
+    // Each distinct frame once.
+    let mut seen: Vec<String> = frames.iter().map(|f| f.to_string()).collect();
+    seen.sort();
+    let n = seen.len();
+    seen.dedup();
+    assert_eq!(seen.len(), n);
 }
