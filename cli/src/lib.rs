@@ -6,6 +6,7 @@ pub mod analysis;
 pub mod append_symbols;
 pub mod args;
 pub mod bench;
+pub mod bundled_shim;
 pub mod byte_size;
 pub mod cmd;
 pub mod elf_kind;

@@ -14,6 +14,7 @@ mod formats;
 mod gate;
 mod heap;
 mod hostile;
+mod install;
 mod memory_system;
 mod numa;
 mod numa_qemu;

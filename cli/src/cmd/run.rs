@@ -157,7 +157,8 @@ pub fn run(
     Ok(if own != 0 { own } else { gated })
 }
 
-/// `MEMSHIM_LIB`, or `libmemshim.so` beside this executable.
+/// `MEMSHIM_LIB`, or `libmemshim.so` beside this executable (a build tree, where the shim beside
+/// is the one just built), or the copy built into this executable.
 fn find_lib() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("MEMSHIM_LIB") {
         let p = PathBuf::from(p);
@@ -168,13 +169,16 @@ fn find_lib() -> Result<PathBuf> {
     }
     let exe = std::env::current_exe().context("cannot find the memshim executable's path")?;
     let lib = exe.with_file_name(LIB_NAME);
-    if !lib.is_file() {
-        bail!(
-            "cannot find {LIB_NAME} beside {}; build it with `cargo build --release` or point MEMSHIM_LIB at it",
-            exe.display()
-        );
+    if lib.is_file() {
+        return Ok(lib);
     }
-    Ok(lib)
+    match crate::bundled_shim::path()? {
+        Some(bundled) => Ok(bundled),
+        None => bail!(
+            "cannot find {LIB_NAME} beside {} and this build carries no copy of its own (it was built with MEMSHIM_BUNDLE_SHIM=0); build it with `cargo build --release` or point MEMSHIM_LIB at it",
+            exe.display()
+        ),
+    }
 }
 
 fn absolute(p: &Path) -> Result<PathBuf> {
