@@ -18,61 +18,51 @@
 //! - **fork/exec/exit.** A fork child writes its own trace with its own writer (started on its first
 //!   event); exec closes the trace first; the library destructor and `_exit` close it at the end; a
 //!   frame reaches the disk at least every 100 ms, so SIGKILL loses at most the last moment.
+//!
+//! The modules, in the order a recorded call travels:
+//! - `hooks` (and the CUDA wrappers in `cuda`, the PyTorch callbacks in `torch`): the exported
+//!   symbols; they call the real function and hand the call to `record`.
+//! - `record`: on the traced thread, the guard, the stack (with `python`'s frames), the sampling
+//!   decision; it makes a message.
+//! - `channel`: the one queue every producer sends on, and the state they ask before recording.
+//! - `writer`: its own thread; turns messages into the trace file (`writer::output`).
+//! - `probes`: its own thread; reads what no call reports (heap statistics, counters, GPUs, the
+//!   module map) and sends it on the same channel.
+//! - `sys`: below everything: the real functions, system-call wrappers, the clock, the helper
+//!   threads, the bootstrap arena.
+//! - `session`: the lifecycle above them all: starts the writer and the probes, follows fork and
+//!   exec, ends the trace; `config` and `rank` are the settings it reads once.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(unsafe_code)]
 // Unit-test builds leave out the hooks (a test binary must keep its own allocator), so much of the
 // recording path is unused there.
 #![cfg_attr(test, allow(dead_code))]
 
-mod bootstrap;
-mod clock;
+mod channel;
 mod config;
-mod counters;
 mod crash;
 mod cuda;
-mod global_alloc;
-mod guard;
-mod heap_counts;
-mod heapstats;
 #[cfg(not(test))]
 mod hooks;
-mod modules;
-mod msg;
-mod nvml;
-mod output;
-mod owned_fds;
-mod perf_fd;
-mod placement;
-mod proc_file;
+mod probes;
 mod python;
 mod rank;
-mod real;
-mod recorder;
-mod sampler;
-mod sampling;
-mod seen_table;
+mod record;
 mod session;
-mod stack_bounds;
-mod stacks;
-mod symbolize;
 mod sys;
-mod threadcpus;
-mod threads;
-mod topology;
 mod torch;
-mod unwind;
 mod writer;
 
 #[cfg(not(test))]
 #[global_allocator]
-static ALLOCATOR: global_alloc::RealAllocator = global_alloc::RealAllocator;
+static ALLOCATOR: sys::global_alloc::RealAllocator = sys::global_alloc::RealAllocator;
 
 #[cfg(not(test))]
 mod lifecycle {
     //! The library constructor and destructor.
     #![allow(unsafe_code)]
 
-    use crate::{recorder, session};
+    use crate::{record::recorder, session};
     use memshim_trace::EndReason;
 
     extern "C" fn init() {

@@ -6,7 +6,7 @@ use std::ffi::{c_int, c_void};
 
 use memshim_trace::AllocFn;
 
-use crate::{real, recorder};
+use crate::{record::recorder, sys::real};
 
 /// `malloc`.
 #[no_mangle]
@@ -65,7 +65,7 @@ pub extern "C" fn reallocarray(p: *mut c_void, n: usize, size: usize) -> *mut c_
 }
 
 fn finish_realloc(
-    g: &crate::guard::Guard,
+    g: &crate::record::guard::Guard,
     func: AllocFn,
     old: *mut c_void,
     new: *mut c_void,

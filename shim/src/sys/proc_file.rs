@@ -1,0 +1,58 @@
+//! A `/proc` file the sampler reads again and again (`/proc/self/statm`, `/proc/self/stat`), kept
+//! open high in the descriptor table and read from its start with `pread`, so each reading opens
+//! nothing: a program that closes every descriptor and opens its own files could otherwise find a
+//! number taken for a moment by the sampler. If the program closes it (see `owned_fds`), it is
+//! opened again once and kept again.
+//!
+//! Never: used from a program thread (only the sampler reads these files).
+use std::ffi::CStr;
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use crate::sys;
+use crate::sys::owned_fds::{self, Owner};
+
+/// One kept-open `/proc` file.
+pub struct ProcFile {
+    path: &'static CStr,
+    fd: Option<OwnedFd>,
+    /// The process that opened it: `/proc/self` names the opener for as long as the descriptor
+    /// lives, so a fork child must open its own.
+    pid: u32,
+}
+
+impl ProcFile {
+    /// A file to read at `path`; opened at the first reading.
+    pub const fn new(path: &'static CStr) -> ProcFile {
+        ProcFile {
+            path,
+            fd: None,
+            pid: 0,
+        }
+    }
+
+    /// The whole file as it reads now (at most `N` bytes), or `None` when it cannot be read.
+    pub fn read<const N: usize>(&mut self, buf: &mut [u8; N]) -> Option<usize> {
+        let pid = sys::getpid();
+        if self.pid != pid {
+            // Inherited from the parent: this process's own copy of the descriptor, to close.
+            self.fd = None;
+            self.pid = pid;
+        }
+        if let Some(fd) = &self.fd {
+            if !owned_fds::holds(fd.as_raw_fd(), Owner::Probe) {
+                // The program took the number back: it is not ours to close.
+                if let Some(fd) = self.fd.take() {
+                    std::mem::forget(fd);
+                }
+            }
+        }
+        if self.fd.is_none() {
+            let fd = sys::move_high(sys::open_read_only(self.path)?);
+            if !owned_fds::claim(fd.as_raw_fd(), Owner::Probe) {
+                return sys::pread(fd.as_raw_fd(), buf, 0);
+            }
+            self.fd = Some(fd);
+        }
+        sys::pread(self.fd.as_ref()?.as_raw_fd(), buf, 0)
+    }
+}
