@@ -13,9 +13,9 @@ use super::protobuf::Message;
 use crate::analysis::SiteStats;
 use crate::args::Memory;
 use crate::replay::Replayed;
-use crate::report::build::frames;
 use crate::report::model::FrameOut;
 use crate::report::redact::Redactions;
+use crate::report::sites::frames;
 use crate::symbolize::Symbolizer;
 
 /// Writes one gzipped profile of `memory` for all of `traces`, every name and path redacted with

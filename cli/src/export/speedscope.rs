@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::collapsed::{name, weighted_sites};
 use crate::args::{CollapsedBy, Memory};
 use crate::replay::Replayed;
-use crate::report::build::frames;
+use crate::report::sites::frames;
 use crate::symbolize::Symbolizer;
 
 /// Writes one file for all of `traces`.

@@ -4,8 +4,9 @@
 use std::fmt;
 
 use crate::byte_size;
-use crate::render::{human_bytes, is_allocator, site_view};
+use crate::render::{is_allocator, site_view};
 use crate::report::model::{FrameOut, GrowthSite, LeakClass, Process, Report, Site};
+use crate::units::human_bytes;
 
 /// The exit status of a run or report that broke a limit (1 is memshim's own error).
 pub const EXIT_LIMIT_BROKEN: u8 = 3;
