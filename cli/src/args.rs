@@ -72,8 +72,8 @@ pub enum Command {
         /// Only these processes (repeat for several).
         #[arg(long = "pid")]
         pids: Vec<u32>,
-        /// Leave out sites holding fewer bytes than this.
-        #[arg(long, default_value_t = 0)]
+        /// Leave out sites holding fewer bytes than this (like 4096, 64K or 1.5MiB).
+        #[arg(long, default_value = "0", value_parser = crate::byte_size::parse)]
         min_bytes: u64,
         /// Exit with status 3 when a limit is broken (repeat for several): leaked-heap=SIZE,
         /// peak-heap=SIZE, leaked-device=SIZE, peak-device=SIZE (SIZE like 24MiB, 1.5G or bytes;
