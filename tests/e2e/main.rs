@@ -20,6 +20,7 @@ mod numa;
 mod numa_qemu;
 
 mod process;
+mod pytest_plugin;
 mod python;
 mod report;
 mod robustness;
