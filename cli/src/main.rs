@@ -98,8 +98,16 @@ fn finish(result: anyhow::Result<u8>) -> ExitCode {
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    // JSON goes through serde_json, whose error (often wrapped in an io::Error of kind Other, whose
+    // `source` skips it) carries the I/O error's kind.
+    let json_pipe = |j: &serde_json::Error| j.io_error_kind() == Some(io::ErrorKind::BrokenPipe);
     e.chain().any(|c| {
-        c.downcast_ref::<io::Error>()
-            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+        c.downcast_ref::<io::Error>().is_some_and(|io| {
+            io.kind() == io::ErrorKind::BrokenPipe
+                || io
+                    .get_ref()
+                    .and_then(|inner| inner.downcast_ref::<serde_json::Error>())
+                    .is_some_and(json_pipe)
+        }) || c.downcast_ref::<serde_json::Error>().is_some_and(json_pipe)
     })
 }

@@ -302,3 +302,67 @@ fn speedscope_profiles_weigh_each_site_by_its_bytes_with_frames_shared() {
     seen.dedup();
     assert_eq!(seen.len(), n);
 }
+
+/// `memshim ARGS | head -c 1`: the reader of the output goes away after one byte.
+fn into_closed_pipe(args: &[&str]) -> Outcome {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut cmd = memshim_cmd();
+    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    hermetic(&mut cmd);
+    let mut child = cmd.spawn().expect("memshim starts");
+    let mut stdout = child.stdout.take().unwrap();
+    let mut one = [0u8; 1];
+    let _ = stdout.read(&mut one);
+    drop(stdout);
+    let out = child.wait_with_output().expect("memshim ends");
+    Outcome {
+        stdout: Vec::new(),
+        stderr: out.stderr,
+        status: out.status,
+        what: format!("{cmd:?}"),
+    }
+}
+
+#[test]
+fn a_closed_pipe_is_quiet_for_the_large_formats() {
+    let dir = TestDir::new("closed_pipe_large_formats");
+    let prog = dir.compile("many_leaks.c");
+    memshim_run_ok(&dir, &prog, &[] as &[&str]);
+    let traces = dir.traces();
+    let t = traces.to_str().unwrap();
+    // Formats whose output here is larger than a pipe's buffer, so the reader is gone before the
+    // writer is done (the smaller ones finish into the buffer whatever the reader does).
+    for args in [
+        vec!["report", "-f", "json", t],
+        vec!["export", "--perfetto", t],
+    ] {
+        let whole = run_ok(memshim_cmd().args(&args));
+        assert!(
+            whole.stdout.len() > 1 << 16,
+            "{args:?}: only {} bytes",
+            whole.stdout.len()
+        );
+        let out = into_closed_pipe(&args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", out.describe());
+        assert_eq!(out.stderr_str(), "", "{args:?}");
+    }
+}
+
+#[test]
+fn a_pid_that_matches_no_trace_is_an_error_naming_those_there() {
+    let dir = TestDir::new("pid_matches_nothing");
+    let prog = dir.compile("gate_leak.c");
+    memshim_run_ok(&dir, &prog, &["1", "0"]);
+    let pid = process_by_exe(&report_json(&dir.traces()), "gate_leak")["pid"].clone();
+    let out = run_command(
+        memshim_cmd()
+            .args(["report", "--pid", "1"])
+            .arg(dir.traces()),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert_eq!(
+        out.stderr_str(),
+        format!("memshim: --pid 1: no trace here is of that process (they are of pids {pid})\n")
+    );
+}

@@ -43,6 +43,18 @@ pub fn run(paths: &[PathBuf], view: &View, output: Option<&Path>) -> Result<u8> 
         }
     }
     let mut model = load(paths, view.window)?;
+    let pids: Vec<u32> = model.processes.iter().map(|p| p.pid).collect();
+    if let Some(missing) = view.filter.pids.iter().find(|p| !pids.contains(p)) {
+        let mut held = pids;
+        held.sort_unstable();
+        anyhow::bail!(
+            "--pid {missing}: no trace here is of that process (they are of pids {})",
+            held.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     report::filter::apply(&mut model, &view.filter);
     if view.redact {
         let r = report::redact::Redactions::from_env(&model);
