@@ -38,6 +38,11 @@ pub enum Command {
         /// still held at exit.
         #[arg(long = "fail-on", value_name = "LIMIT")]
         fail_on: Vec<crate::gate::Limit>,
+        /// Record host heap stacks for about one allocation per SIZE bytes (like 512K) instead of
+        /// every one; totals, live bytes and leak totals stay exact, sites become estimates. The
+        /// same as MEMSHIM_SAMPLE_BYTES=SIZE.
+        #[arg(long, value_name = "SIZE", value_parser = crate::byte_size::parse)]
+        sample: Option<u64>,
         /// The command and its arguments (put them after `--`).
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         command: Vec<String>,

@@ -19,8 +19,9 @@ fn main() -> ExitCode {
             quiet,
             python_malloc,
             fail_on,
+            sample,
             command,
-        } => cmd::run::run(output, quiet, python_malloc, &fail_on, command),
+        } => cmd::run::run(output, quiet, python_malloc, sample, &fail_on, command),
         args::Command::Report {
             paths,
             format,

@@ -24,6 +24,7 @@ pub fn run(
     output: Option<PathBuf>,
     quiet: bool,
     python_malloc: bool,
+    sample: Option<u64>,
     fail_on: &[gate::Limit],
     command: Vec<String>,
 ) -> Result<u8> {
@@ -59,6 +60,9 @@ pub fn run(
     }
     if python_malloc {
         cmd.env("PYTHONMALLOC", "malloc");
+    }
+    if let Some(bytes) = sample {
+        cmd.env("MEMSHIM_SAMPLE_BYTES", bytes.to_string());
     }
     let linking = elf_kind::resolve(program).map_or(Linking::Unknown, |p| elf_kind::linking(&p));
     if linking == Linking::Static {
