@@ -154,6 +154,14 @@ pub enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish or powershell), e.g.
+    /// `memshim completions bash > ~/.local/share/bash-completion/completions/memshim`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), e.g. `memshim man | man -l -`.
+    Man,
 }
 
 /// Report formats.

@@ -50,6 +50,8 @@ fn main() -> ExitCode {
             cmd::report::run(&paths, &view, output.as_deref())
         }
         args::Command::Info { paths } => cmd::info::run(&paths).map(|()| 0),
+        args::Command::Completions { shell } => cmd::docs::completions(shell).map(|()| 0),
+        args::Command::Man => cmd::docs::man().map(|()| 0),
         args::Command::Bench { output, quick } => cmd::bench::run(output, quick).map(|()| 0),
         args::Command::Diff {
             before,
