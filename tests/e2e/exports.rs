@@ -366,3 +366,50 @@ fn a_pid_that_matches_no_trace_is_an_error_naming_those_there() {
         format!("memshim: --pid 1: no trace here is of that process (they are of pids {pid})\n")
     );
 }
+
+#[test]
+fn perfetto_gives_a_program_reached_by_exec_a_track_of_its_own() {
+    let dir = TestDir::new("perfetto_exec_tracks");
+    let prog = dir.compile("gate_leak.c");
+    // The shell allocates, then becomes gate_leak: two traces of one pid.
+    let script = format!("cd . && exec {} 1 0", prog.display());
+    memshim_run_ok(&dir, std::path::Path::new("/bin/sh"), &["-c", &script]);
+    let out = run_ok(
+        memshim_cmd()
+            .args(["export", "--perfetto"])
+            .arg(dir.traces()),
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let events = doc["traceEvents"].as_array().unwrap();
+    let names: Vec<(u64, String)> = events
+        .iter()
+        .filter(|e| e["name"] == "process_name")
+        .map(|e| {
+            (
+                e["pid"].as_u64().unwrap(),
+                e["args"]["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    // One track per trace, none sharing an id.
+    let traces = trace_files(&dir.traces()).len();
+    assert_eq!(traces, 2, "{names:?}");
+    assert_eq!(names.len(), traces, "{names:?}");
+    assert_ne!(names[0].0, names[1].0, "{names:?}");
+    assert!(
+        names[0].1.starts_with("sh (") || names[0].1.starts_with("dash ("),
+        "{names:?}"
+    );
+    let (leak_track, label) = &names[1];
+    assert!(
+        label.starts_with("gate_leak (") && label.ends_with(", after exec 1)"),
+        "{label}"
+    );
+    // gate_leak's 1 KiB is on its own track only.
+    let heap_tracks: Vec<u64> = events
+        .iter()
+        .filter(|e| e["name"] == "host heap" && e["args"]["live bytes"] == 1024)
+        .map(|e| e["pid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(heap_tracks, [*leak_track], "{names:?}");
+}
