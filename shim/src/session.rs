@@ -157,7 +157,7 @@ fn open_trace() -> Result<(), String> {
     spawned.map_err(|e| format!("cannot start the shim's threads: {e}"))?;
     // The sender is leaked on purpose: producers may hold a reference to it at any moment, and a
     // fork child abandons it (its locks may have been held at fork) for a fresh one.
-    SENDER.store(Box::into_raw(Box::new(tx)), Ordering::Release);
+    SENDER.publish(tx);
     if let Some(p) = python.or_else(crate::python::described) {
         send(Msg::Record(memshim_trace::Record::Python(p)));
     }
@@ -235,7 +235,7 @@ pub fn before_exec() -> bool {
 /// After a failed exec: the process goes on, so the next call starts a new trace file.
 pub fn after_failed_exec(closed: bool) {
     if closed {
-        SENDER.store(std::ptr::null_mut(), Ordering::Release);
+        SENDER.forget(Ordering::Release);
         STATE.store(PENDING, Ordering::Release);
     }
 }
@@ -246,7 +246,7 @@ extern "C" fn after_fork_in_child() {
     crate::sys::threads::after_fork_in_child();
     crate::record::sampling::thin_totals::after_fork_in_child();
     if matches!(STATE.load(Ordering::Relaxed), RUNNING | PENDING | STARTING) {
-        SENDER.store(std::ptr::null_mut(), Ordering::Relaxed);
+        SENDER.forget(Ordering::Relaxed);
         OWNER_PID.store(0, Ordering::Relaxed);
         FORKED.store(true, Ordering::Relaxed);
         DROPPED.store(0, Ordering::Relaxed);

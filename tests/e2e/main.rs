@@ -23,6 +23,7 @@ mod numa_qemu;
 mod process;
 mod pytest_plugin;
 mod python;
+mod regression;
 mod report;
 mod robustness;
 mod run_faults;

@@ -23,7 +23,6 @@ pub struct View {
     pub fail_on: Vec<gate::Limit>,
 }
 
-/// Runs the subcommand.
 /// Runs the subcommand; returns the exit status: 0, or `gate::EXIT_LIMIT_BROKEN` when a
 /// `--fail-on` limit was broken (each broken limit is one line on stderr, after the report).
 pub fn run(paths: &[PathBuf], view: &View, output: Option<&Path>) -> Result<u8> {
@@ -151,7 +150,9 @@ pub fn load(paths: &[PathBuf], window: replay::Window) -> Result<report::model::
             first.why
         );
     }
-    let mut model = report::build::report(replayed);
+    // The machine's measured ceilings, read once for every process.
+    let ceilings = crate::bench::ceilings::stored();
+    let mut model = report::build::report(replayed, &ceilings);
     model.unreadable = unreadable;
     Ok(model)
 }

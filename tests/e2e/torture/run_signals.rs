@@ -4,6 +4,7 @@
 //!
 //! # Safety
 //! `kill` is a plain system call with no memory-safety preconditions.
+#![allow(unsafe_code)]
 
 use std::process::Command;
 use std::time::{Duration, Instant};
