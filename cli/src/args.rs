@@ -29,6 +29,20 @@ pub enum Command {
         /// becomes a recorded allocation.
         #[arg(long)]
         python_malloc: bool,
+        /// After the command, check its traces and exit with status 3 when a limit is broken (unless the
+        /// command itself failed: its status wins); repeat for several: leaked-heap=SIZE,
+        /// peak-heap=SIZE, leaked-device=SIZE, peak-device=SIZE (SIZE like 24MiB, 1.5G or bytes;
+        /// suffixes are powers of 1024) or growth (any site whose memory kept growing). Leaks are
+        /// summed over every process, peaks are the highest of any one process; the driver's own
+        /// memory is left out, and under PyTorch's allocator leaked device memory is the tensors
+        /// still held at exit.
+        #[arg(long = "fail-on", value_name = "LIMIT")]
+        fail_on: Vec<crate::gate::Limit>,
+        /// Record host heap stacks for about one allocation per SIZE bytes (like 512K) instead of
+        /// every one; totals, live bytes and leak totals stay exact, sites become estimates. The
+        /// same as MEMSHIM_SAMPLE_BYTES=SIZE.
+        #[arg(long, value_name = "SIZE", value_parser = crate::byte_size::parse)]
+        sample: Option<u64>,
         /// The command and its arguments (put them after `--`).
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         command: Vec<String>,
@@ -63,9 +77,17 @@ pub enum Command {
         /// Only these processes (repeat for several).
         #[arg(long = "pid")]
         pids: Vec<u32>,
-        /// Leave out sites holding fewer bytes than this.
-        #[arg(long, default_value_t = 0)]
+        /// Leave out sites holding fewer bytes than this (like 4096, 64K or 1.5MiB).
+        #[arg(long, default_value = "0", value_parser = crate::byte_size::parse)]
         min_bytes: u64,
+        /// Exit with status 3 when a limit is broken (repeat for several): leaked-heap=SIZE,
+        /// peak-heap=SIZE, leaked-device=SIZE, peak-device=SIZE (SIZE like 24MiB, 1.5G or bytes;
+        /// suffixes are powers of 1024) or growth (any site whose memory kept growing). Leaks are
+        /// summed over every process, peaks are the highest of any one process; the driver's own
+        /// memory is left out, and under PyTorch's allocator leaked device memory is the tensors
+        /// still held at exit.
+        #[arg(long = "fail-on", value_name = "LIMIT")]
+        fail_on: Vec<crate::gate::Limit>,
     },
     /// Measure this machine's ceilings (host memory bandwidth; GPU copy bandwidth from pageable and
     /// pinned memory) and store them, so reports compare achieved bandwidth against them.
@@ -90,9 +112,10 @@ pub enum Command {
         #[arg(long, default_value_t = 10)]
         top: usize,
     },
-    /// Export for other tools: collapsed stacks for flame graphs (flamegraph.pl, inferno, speedscope),
-    /// or a timeline for the Perfetto UI and chrome://tracing.
-    #[command(group(clap::ArgGroup::new("kind").required(true).args(["collapsed", "perfetto"])))]
+    /// Export for other tools: collapsed stacks for flame graphs (flamegraph.pl, inferno), a
+    /// speedscope profile, a pprof profile (go tool pprof, Pyroscope, Parca), or a timeline for the Perfetto UI and
+    /// chrome://tracing.
+    #[command(group(clap::ArgGroup::new("kind").required(true).args(["collapsed", "speedscope", "pprof", "perfetto"])))]
     Export {
         /// Trace files, or directories of them.
         #[arg(required = true)]
@@ -100,10 +123,19 @@ pub enum Command {
         /// Collapsed stacks, weighted by bytes.
         #[arg(long)]
         collapsed: bool,
+        /// A speedscope profile (its own JSON format): one profile per process, frames with their
+        /// file and line, weighted as --by says.
+        #[arg(long)]
+        speedscope: bool,
+        /// A pprof profile (gzipped profile.proto): alloc_objects, alloc_space, inuse_objects and
+        /// inuse_space (the default) per site, each sample labelled with its pid and program.
+        /// Binary: write it with -o FILE.pb.gz.
+        #[arg(long)]
+        pprof: bool,
         /// A timeline (Chrome trace-event JSON): memory over time and copies per thread.
         #[arg(long)]
         perfetto: bool,
-        /// Weight: bytes still live at the end, or bytes allocated over the run.
+        /// Weight of collapsed stacks and speedscope samples: bytes still live at the end, or bytes allocated over the run.
         #[arg(long, value_enum, default_value_t = CollapsedBy::Leaked)]
         by: CollapsedBy,
         /// Which memory.
@@ -122,6 +154,14 @@ pub enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish or powershell), e.g.
+    /// `memshim completions bash > ~/.local/share/bash-completion/completions/memshim`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), e.g. `memshim man | man -l -`.
+    Man,
 }
 
 /// Report formats.

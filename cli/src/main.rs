@@ -2,7 +2,8 @@
 //!
 //! Exit codes: `run` returns the traced command's status (128 + signal when it was killed); the
 //! other subcommands return 0 on success and 1 on error, printed as one `memshim: ...` line with its
-//! whole cause chain. A closed output pipe (`memshim report ... | head`) is not an error.
+//! whole cause chain. With `--fail-on`, `report` and `run` (when the command itself succeeded)
+//! return 3 when a limit is broken. A closed output pipe (`memshim report ... | head`) is not an error.
 use memshim_cli::{args, cmd, replay, report};
 
 use std::io;
@@ -17,8 +18,10 @@ fn main() -> ExitCode {
             output,
             quiet,
             python_malloc,
+            fail_on,
+            sample,
             command,
-        } => cmd::run::run(output, quiet, python_malloc, command),
+        } => cmd::run::run(output, quiet, python_malloc, sample, &fail_on, command),
         args::Command::Report {
             paths,
             format,
@@ -30,6 +33,7 @@ fn main() -> ExitCode {
             since,
             until,
             color,
+            fail_on,
         } => {
             let view = cmd::report::View {
                 format,
@@ -41,10 +45,13 @@ fn main() -> ExitCode {
                     until_s: until,
                 },
                 color,
+                fail_on,
             };
-            cmd::report::run(&paths, &view, output.as_deref()).map(|()| 0)
+            cmd::report::run(&paths, &view, output.as_deref())
         }
         args::Command::Info { paths } => cmd::info::run(&paths).map(|()| 0),
+        args::Command::Completions { shell } => cmd::docs::completions(shell).map(|()| 0),
+        args::Command::Man => cmd::docs::man().map(|()| 0),
         args::Command::Bench { output, quick } => cmd::bench::run(output, quick).map(|()| 0),
         args::Command::Diff {
             before,
@@ -55,20 +62,34 @@ fn main() -> ExitCode {
         args::Command::Export {
             paths,
             collapsed: _,
+            speedscope,
+            pprof,
             perfetto,
             by,
             memory,
             output,
             redact,
         } => {
+            if pprof {
+                return finish(
+                    cmd::export::run_pprof(&paths, memory, output.as_deref(), redact).map(|()| 0),
+                );
+            }
             let kind = if perfetto {
                 cmd::export::Kind::Perfetto
+            } else if speedscope {
+                cmd::export::Kind::Speedscope(by, memory)
             } else {
                 cmd::export::Kind::Collapsed(by, memory)
             };
             cmd::export::run(&paths, kind, output.as_deref(), redact).map(|()| 0)
         }
     };
+    finish(result)
+}
+
+/// The exit status of a subcommand's result; its error, if any, as one line on stderr.
+fn finish(result: anyhow::Result<u8>) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
@@ -80,8 +101,16 @@ fn main() -> ExitCode {
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    // JSON goes through serde_json, whose error (often wrapped in an io::Error of kind Other, whose
+    // `source` skips it) carries the I/O error's kind.
+    let json_pipe = |j: &serde_json::Error| j.io_error_kind() == Some(io::ErrorKind::BrokenPipe);
     e.chain().any(|c| {
-        c.downcast_ref::<io::Error>()
-            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+        c.downcast_ref::<io::Error>().is_some_and(|io| {
+            io.kind() == io::ErrorKind::BrokenPipe
+                || io
+                    .get_ref()
+                    .and_then(|inner| inner.downcast_ref::<serde_json::Error>())
+                    .is_some_and(json_pipe)
+        }) || c.downcast_ref::<serde_json::Error>().is_some_and(json_pipe)
     })
 }

@@ -203,6 +203,53 @@ pub fn send(msg: Msg) {
     }
 }
 
+/// The trace this process writes now and the clock reading its times count from, for the program's
+/// own questions (see `hooks::api`); set by the lifecycle when it opens a trace.
+static TRACE: std::sync::Mutex<Option<(std::path::PathBuf, u64)>> = std::sync::Mutex::new(None);
+static FLUSH_ASKED: AtomicU64 = AtomicU64::new(0);
+static FLUSHED: AtomicU64 = AtomicU64::new(0);
+
+/// Called by the lifecycle with each new trace's path and clock start.
+pub(crate) fn set_trace(path: std::path::PathBuf, clock_start_ns: u64) {
+    if let Ok(mut t) = TRACE.lock() {
+        *t = Some((path, clock_start_ns));
+    }
+}
+
+/// The trace being written by this process, and its clock start; `None` when it is not recording.
+pub(crate) fn trace() -> Option<(std::path::PathBuf, u64)> {
+    if STATE.load(Ordering::Acquire) != RUNNING
+        || OWNER_PID.load(Ordering::Acquire) != sys::getpid()
+    {
+        return None;
+    }
+    TRACE.lock().ok().and_then(|t| t.clone())
+}
+
+/// Asks the writer to put everything sent so far on disk and waits for it, up to `timeout`; true
+/// when it is there. Sent through the same queue as events, so it waits for every event sent
+/// before it, by any thread.
+pub(crate) fn flush_now(timeout: Duration) -> bool {
+    if trace().is_none() {
+        return false;
+    }
+    let seq = FLUSH_ASKED.fetch_add(1, Ordering::AcqRel) + 1;
+    send(Msg::Flush(seq));
+    let deadline = clock::monotonic_ns() + timeout.as_nanos() as u64;
+    while FLUSHED.load(Ordering::Acquire) < seq {
+        if clock::monotonic_ns() >= deadline || STATE.load(Ordering::Acquire) != RUNNING {
+            return false;
+        }
+        sys::nap_signal_safe(Duration::from_micros(200));
+    }
+    true
+}
+
+/// The writer has put everything up to flush request `seq` on disk.
+pub(crate) fn flushed(seq: u64) {
+    FLUSHED.fetch_max(seq, Ordering::AcqRel);
+}
+
 /// Events that could not be recorded so far.
 pub fn dropped() -> u64 {
     DROPPED.load(Ordering::Relaxed)

@@ -11,8 +11,8 @@ use crossbeam_channel::bounded;
 use memshim_trace::{Clock, EndReason, Header, TraceWriter};
 
 use crate::channel::{
-    send, warn, Lifecycle, Session, CONFIG, CONSTRUCTED, CUDA_ON, DROPPED, HEAP_ON, INIT_STARTED,
-    MMAP_ON, OWNER_PID, PENDING, RUNNING, SENDER, STARTING, STATE, STOPPED,
+    self, send, warn, Lifecycle, Session, CONFIG, CONSTRUCTED, CUDA_ON, DROPPED, HEAP_ON,
+    INIT_STARTED, MMAP_ON, OWNER_PID, PENDING, RUNNING, SENDER, STARTING, STATE, STOPPED,
 };
 use crate::config::Config;
 use crate::record::msg::Msg;
@@ -135,6 +135,7 @@ fn open_trace() -> Result<(), String> {
     let host = header.hostname.clone();
     let rank = cfg.rank.as_ref().map(|r| (host.as_str(), r.rank));
     let (file, path) = output::create(&cfg.output_dir, &exe, pid, rank)?;
+    channel::set_trace(path.clone(), header.clock_start_ns);
     let out = TraceWriter::new(file, &header, cfg.compress)
         .map_err(|e| format!("cannot write the trace file {}: {e}", path.display()))?;
     let initial_modules = modules::scan(&exe);

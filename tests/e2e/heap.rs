@@ -308,6 +308,32 @@ fn sampled_run(
     (String::from_utf8_lossy(&out.stdout).into_owned(), p, allocs)
 }
 
+/// `memshim run --sample 4K` is MEMSHIM_SAMPLE_BYTES=4096: the same sampling, the same exact totals.
+#[test]
+fn the_sample_flag_samples_as_the_environment_variable_does() {
+    let prog_dir = TestDir::new("sample_flag");
+    let prog = prog_dir.compile("many_leaks.c");
+    let (_, by_env, _) = sampled_run("sample_flag_env", &prog, None);
+    let dir = TestDir::new("sample_flag_flag");
+    run_ok(
+        memshim_cmd()
+            .args(["run", "--quiet", "--sample", "4K", "-o"])
+            .arg(dir.traces())
+            .arg("--")
+            .arg(&prog),
+    );
+    let report = report_json(&dir.traces());
+    let by_flag = process_by_exe(&report, "many_leaks");
+    assert_eq!(by_flag["sampling_bytes"], 4096);
+    for key in ["allocations", "frees", "allocated_bytes", "live_count"] {
+        assert_eq!(by_flag["heap"][key], by_env["heap"][key], "{key}");
+    }
+    assert_eq!(
+        by_flag["leaks"]["host"]["bytes"],
+        by_env["leaks"]["host"]["bytes"]
+    );
+}
+
 /// Thin sampling, the production mode: only sampled allocations are events, every call is counted,
 /// so the totals and the leak totals stay exact (live bytes as the allocator's usable sizes) while
 /// the trace holds about one allocation in 450.

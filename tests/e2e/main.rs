@@ -6,16 +6,22 @@
 //! `$TMPDIR/memshim-e2e/<test name>`, so they run in parallel.
 
 mod bounds;
+mod cli_docs;
 mod cuda;
 mod cuda_timing;
 mod cupti;
+mod exports;
 mod formats;
+mod gate;
 mod heap;
 mod hostile;
+mod install;
 mod memory_system;
 mod numa;
 mod numa_qemu;
+
 mod process;
+mod pytest_plugin;
 mod python;
 mod regression;
 mod released;

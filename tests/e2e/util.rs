@@ -141,7 +141,7 @@ impl Outcome {
     }
 }
 
-fn run_command(cmd: &mut Command) -> Outcome {
+pub fn run_command(cmd: &mut Command) -> Outcome {
     hermetic(cmd);
     let what = format!("{cmd:?}");
     let output = cmd

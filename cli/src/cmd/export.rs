@@ -1,31 +1,27 @@
 //! `memshim export`: the traces' data in formats other tools open: collapsed stacks for flame
-//! graphs (`--collapsed`), a timeline for Perfetto (`--perfetto`).
+//! graphs (`--collapsed`), a pprof profile (`--pprof`), a timeline for Perfetto (`--perfetto`).
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
 use crate::args::{CollapsedBy, Memory};
-use crate::export::{collapsed, perfetto};
+use crate::export::{collapsed, perfetto, pprof, speedscope};
 use crate::report::redact::Redactions;
 use crate::{replay, traces};
 
 /// What to export.
 pub enum Kind {
     Collapsed(CollapsedBy, Memory),
+    Speedscope(CollapsedBy, Memory),
     Perfetto,
 }
 
 /// Runs the subcommand.
 pub fn run(paths: &[PathBuf], kind: Kind, output: Option<&Path>, redact: bool) -> Result<()> {
     let files = traces::collect(paths)?;
-    let mut dest: Box<dyn Write> = match output {
-        Some(p) => Box::new(BufWriter::new(
-            File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-        )),
-        None => Box::new(BufWriter::new(io::stdout().lock())),
-    };
+    let mut dest = destination(output)?;
     // Redacted exports are made whole first, then redacted: collapsed stacks as text, the timeline
     // string by string (its keys stay as they are).
     let mut held = Vec::new();
@@ -43,11 +39,14 @@ pub fn run(paths: &[PathBuf], kind: Kind, output: Option<&Path>, redact: bool) -
                         .context("cannot write the collapsed stacks")?;
                 }
             }
+            Kind::Speedscope(by, memory) => {
+                let all = readable_all(&files)?;
+                hosts.extend(all.iter().map(|t| t.header.hostname.clone()));
+                speedscope::write(&all, by, memory, out)
+                    .context("cannot write the speedscope profile")?;
+            }
             Kind::Perfetto => {
-                let mut all = Vec::new();
-                for f in &files {
-                    all.extend(readable(f, files.len())?);
-                }
+                let all = readable_all(&files)?;
                 hosts.extend(all.iter().map(|t| t.header.hostname.clone()));
                 perfetto::write(&all, out).context("cannot write the timeline")?;
             }
@@ -58,17 +57,59 @@ pub fn run(paths: &[PathBuf], kind: Kind, output: Option<&Path>, redact: bool) -
         let text = String::from_utf8_lossy(&held);
         let redacted = match kind {
             Kind::Collapsed(..) => r.text(&text),
-            Kind::Perfetto => {
+            Kind::Perfetto | Kind::Speedscope(..) => {
                 let mut v: serde_json::Value =
-                    serde_json::from_str(&text).context("the timeline is not JSON")?;
+                    serde_json::from_str(&text).context("the export is not JSON")?;
                 r.json(&mut v);
-                serde_json::to_string(&v).context("cannot write the timeline")?
+                serde_json::to_string(&v).context("cannot write the export")?
             }
         };
         dest.write_all(redacted.as_bytes())
             .context("cannot write the export")?;
     }
     dest.flush().context("cannot write the export")
+}
+
+/// Runs `export --pprof`. The profile is binary, so redaction cannot be done on the finished text:
+/// names are redacted as they go into the profile's string table.
+pub fn run_pprof(
+    paths: &[PathBuf],
+    memory: Memory,
+    output: Option<&Path>,
+    redact: bool,
+) -> Result<()> {
+    if output.is_none() && io::stdout().is_terminal() {
+        anyhow::bail!(
+            "a pprof profile is binary and standard output is a terminal; write it to a file with -o profile.pb.gz"
+        );
+    }
+    let files = traces::collect(paths)?;
+    let all = readable_all(&files)?;
+    let hosts = all.iter().map(|t| t.header.hostname.clone()).collect();
+    let redactions = redact.then(|| Redactions::for_hosts(hosts));
+    let mut dest = destination(output)?;
+    pprof::write(&all, memory, redactions.as_ref(), &mut dest)
+        .and_then(|()| dest.flush())
+        .context("cannot write the pprof profile")
+}
+
+/// `-o FILE`, or standard output.
+fn destination(output: Option<&Path>) -> Result<Box<dyn Write>> {
+    Ok(match output {
+        Some(p) => Box::new(BufWriter::new(
+            File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
+        None => Box::new(BufWriter::new(io::stdout().lock())),
+    })
+}
+
+/// The replays of every file that can be read (see `readable`).
+fn readable_all(files: &[PathBuf]) -> Result<Vec<replay::Replayed>> {
+    let mut all = Vec::new();
+    for f in files {
+        all.extend(readable(f, files.len())?);
+    }
+    Ok(all)
 }
 
 /// The replay of `file`; of several files, one that cannot be read at all is skipped with a warning

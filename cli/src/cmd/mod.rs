@@ -1,6 +1,7 @@
 //! One file per subcommand.
 pub mod bench;
 pub mod diff;
+pub mod docs;
 pub mod export;
 pub mod info;
 pub mod report;

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 
 use crate::args::Format;
 use crate::render::{html::Html, json::Json, markdown::Markdown, text::Text, Render};
-use crate::{replay, report, traces};
+use crate::{gate, replay, report, traces};
 
 /// How the report is shown.
 pub struct View {
@@ -19,10 +19,13 @@ pub struct View {
     pub window: replay::Window,
     /// `--color`: auto, always or never (text to a terminal only).
     pub color: String,
+    /// `--fail-on`: limits the report is checked against.
+    pub fail_on: Vec<gate::Limit>,
 }
 
-/// Runs the subcommand.
-pub fn run(paths: &[PathBuf], view: &View, output: Option<&Path>) -> Result<()> {
+/// Runs the subcommand; returns the exit status: 0, or `gate::EXIT_LIMIT_BROKEN` when a
+/// `--fail-on` limit was broken (each broken limit is one line on stderr, after the report).
+pub fn run(paths: &[PathBuf], view: &View, output: Option<&Path>) -> Result<u8> {
     let (format, top) = (view.format, view.top);
     let w = view.window;
     for (flag, v) in [("--since", w.since_s), ("--until", w.until_s)] {
@@ -38,40 +41,19 @@ pub fn run(paths: &[PathBuf], view: &View, output: Option<&Path>) -> Result<()> 
             anyhow::bail!("--since {a} is after --until {b}: the window would be empty");
         }
     }
-    let files = traces::collect(paths)?;
-    let mut replayed = Vec::with_capacity(files.len());
-    let mut unreadable = Vec::new();
-    for f in &files {
-        match replay::replay_window(f, view.window) {
-            Ok(r) => {
-                if let Some(c) = &r.corrupt {
-                    eprintln!("memshim: warning: {}: {c}", f.display());
-                }
-                replayed.push(r);
-            }
-            // One trace of several that cannot be read at all (a process killed before its header
-            // was complete leaves an empty one) is named in the report; the others are reported.
-            Err(e) if files.len() > 1 => {
-                eprintln!("memshim: warning: {e:#}; the other traces are reported");
-                unreadable.push(report::model::Unreadable {
-                    trace: f.display().to_string(),
-                    why: format!("{:#}", e.root_cause()),
-                });
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    if let (true, Some(first)) = (replayed.is_empty(), unreadable.first()) {
+    let mut model = load(paths, view.window)?;
+    let pids: Vec<u32> = model.processes.iter().map(|p| p.pid).collect();
+    if let Some(missing) = view.filter.pids.iter().find(|p| !pids.contains(p)) {
+        let mut held = pids;
+        held.sort_unstable();
         anyhow::bail!(
-            "none of the {} traces could be read (the first: {}: {})",
-            files.len(),
-            first.trace,
-            first.why
+            "--pid {missing}: no trace here is of that process (they are of pids {})",
+            held.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
-    let ceilings = crate::bench::ceilings::stored();
-    let mut model = report::build::report(replayed, &ceilings);
-    model.unreadable = unreadable;
     report::filter::apply(&mut model, &view.filter);
     if view.redact {
         let r = report::redact::Redactions::from_env(&model);
@@ -83,7 +65,7 @@ pub fn run(paths: &[PathBuf], view: &View, output: Option<&Path>) -> Result<()> 
         Format::Markdown => Box::new(Markdown::new(top)),
         Format::Html => Box::new(Html),
     };
-    match output {
+    let written = match output {
         Some(path) => {
             let file =
                 File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
@@ -115,5 +97,62 @@ pub fn run(paths: &[PathBuf], view: &View, output: Option<&Path>) -> Result<()> 
                 .and_then(|()| w.flush())
                 .context("cannot write the report")
         }
+    };
+    written?;
+    Ok(gate_status(&model, &view.fail_on))
+}
+
+/// Checks the report against `--fail-on` limits: one `memshim:` line on stderr per broken limit.
+pub fn gate_status(model: &report::model::Report, limits: &[gate::Limit]) -> u8 {
+    let broken = gate::check(model, limits);
+    for line in &broken {
+        eprintln!("memshim: {line}");
     }
+    if broken.is_empty() {
+        0
+    } else {
+        gate::EXIT_LIMIT_BROKEN
+    }
+}
+
+/// The report model of the traces in `paths` (files or directories), each replayed over `window`.
+/// A trace that cannot be read among several is named in the model (and on stderr); when none can
+/// be read, or the only one cannot, that is the error.
+pub fn load(paths: &[PathBuf], window: replay::Window) -> Result<report::model::Report> {
+    let files = traces::collect(paths)?;
+    let mut replayed = Vec::with_capacity(files.len());
+    let mut unreadable = Vec::new();
+    for f in &files {
+        match replay::replay_window(f, window) {
+            Ok(r) => {
+                if let Some(c) = &r.corrupt {
+                    eprintln!("memshim: warning: {}: {c}", f.display());
+                }
+                replayed.push(r);
+            }
+            // One trace of several that cannot be read at all (a process killed before its header
+            // was complete leaves an empty one) is named in the report; the others are reported.
+            Err(e) if files.len() > 1 => {
+                eprintln!("memshim: warning: {e:#}; the other traces are reported");
+                unreadable.push(report::model::Unreadable {
+                    trace: f.display().to_string(),
+                    why: format!("{:#}", e.root_cause()),
+                });
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    if let (true, Some(first)) = (replayed.is_empty(), unreadable.first()) {
+        anyhow::bail!(
+            "none of the {} traces could be read (the first: {}: {})",
+            files.len(),
+            first.trace,
+            first.why
+        );
+    }
+    // The machine's measured ceilings, read once for every process.
+    let ceilings = crate::bench::ceilings::stored();
+    let mut model = report::build::report(replayed, &ceilings);
+    model.unreadable = unreadable;
+    Ok(model)
 }

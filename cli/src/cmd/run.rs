@@ -14,7 +14,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context, Result};
 
 use crate::elf_kind::{self, Linking};
-use crate::{signals, traces};
+use crate::{gate, signals, traces};
 
 /// The shim's file name.
 const LIB_NAME: &str = "libmemshim.so";
@@ -24,6 +24,8 @@ pub fn run(
     output: Option<PathBuf>,
     quiet: bool,
     python_malloc: bool,
+    sample: Option<u64>,
+    fail_on: &[gate::Limit],
     command: Vec<String>,
 ) -> Result<u8> {
     let lib = find_lib()?;
@@ -58,6 +60,9 @@ pub fn run(
     }
     if python_malloc {
         cmd.env("PYTHONMALLOC", "malloc");
+    }
+    if let Some(bytes) = sample {
+        cmd.env("MEMSHIM_SAMPLE_BYTES", bytes.to_string());
     }
     let linking = elf_kind::resolve(program).map_or(Linking::Unknown, |p| elf_kind::linking(&p));
     if linking == Linking::Static {
@@ -137,14 +142,27 @@ pub fn run(
             dir.display()
         );
     }
-    Ok(match (status.code(), status.signal()) {
+    let own = match (status.code(), status.signal()) {
         (Some(c), _) => c as u8,
         (None, Some(s)) => 128u8.wrapping_add(s as u8),
         _ => 1,
-    })
+    };
+    if fail_on.is_empty() {
+        return Ok(own);
+    }
+    // The command's own failure is the status to leave with; the limits are still reported.
+    let gated = match super::report::load(std::slice::from_ref(&dir), Default::default()) {
+        Ok(model) => super::report::gate_status(&model, fail_on),
+        Err(e) => {
+            eprintln!("memshim: cannot check --fail-on: {e:#}");
+            1
+        }
+    };
+    Ok(if own != 0 { own } else { gated })
 }
 
-/// `MEMSHIM_LIB`, or `libmemshim.so` beside this executable.
+/// `MEMSHIM_LIB`, or `libmemshim.so` beside this executable (a build tree, where the shim beside
+/// is the one just built), or the copy built into this executable.
 fn find_lib() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("MEMSHIM_LIB") {
         let p = PathBuf::from(p);
@@ -155,13 +173,16 @@ fn find_lib() -> Result<PathBuf> {
     }
     let exe = std::env::current_exe().context("cannot find the memshim executable's path")?;
     let lib = exe.with_file_name(LIB_NAME);
-    if !lib.is_file() {
-        bail!(
-            "cannot find {LIB_NAME} beside {}; build it with `cargo build --release` or point MEMSHIM_LIB at it",
-            exe.display()
-        );
+    if lib.is_file() {
+        return Ok(lib);
     }
-    Ok(lib)
+    match crate::bundled_shim::path()? {
+        Some(bundled) => Ok(bundled),
+        None => bail!(
+            "cannot find {LIB_NAME} beside {} and this build carries no copy of its own (it was built with MEMSHIM_BUNDLE_SHIM=0); build it with `cargo build --release` or point MEMSHIM_LIB at it",
+            exe.display()
+        ),
+    }
 }
 
 fn absolute(p: &Path) -> Result<PathBuf> {

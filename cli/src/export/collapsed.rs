@@ -16,6 +16,26 @@ use crate::symbolize::Symbolizer;
 /// Writes one line per site: `process;outermost;...;innermost weight`.
 pub fn write(t: &Replayed, by: CollapsedBy, memory: Memory, out: &mut dyn Write) -> io::Result<()> {
     let mut sym = Symbolizer::default();
+    let exe = &t.header.exe;
+    let root = clean(&format!(
+        "{} ({})",
+        exe.rsplit('/').next().unwrap_or(exe),
+        t.header.pid
+    ));
+    for (id, weight) in weighted_sites(t, by, memory) {
+        let mut line = root.clone();
+        for f in frames(t, &mut sym, id).iter().rev() {
+            line.push(';');
+            line.push_str(&clean(&name(f)));
+        }
+        writeln!(out, "{line} {weight}")?;
+    }
+    Ok(())
+}
+
+/// The sites of one kind of memory with their weight, in stack order; sites that weigh nothing are
+/// left out.
+pub fn weighted_sites(t: &Replayed, by: CollapsedBy, memory: Memory) -> Vec<(u32, u64)> {
     let mut sites: Vec<(u32, SiteStats)> = Vec::new();
     let mut add =
         |h: &HashMap<u32, SiteStats>| sites.extend(h.iter().map(|(k, v)| (*k, v.clone())));
@@ -33,37 +53,26 @@ pub fn write(t: &Replayed, by: CollapsedBy, memory: Memory, out: &mut dyn Write)
     }
     sites.sort_by_key(|(id, _)| *id);
     let sampled = t.heap.sample_bytes > 0 && memory == Memory::Host;
-    let exe = &t.header.exe;
-    let root = clean(&format!(
-        "{} ({})",
-        exe.rsplit('/').next().unwrap_or(exe),
-        t.header.pid
-    ));
-    for (id, s) in sites {
-        if id == UNSAMPLED {
-            continue;
-        }
-        let weight = match by {
-            CollapsedBy::Leaked if sampled => s.est_live_bytes.round().max(0.0) as u64,
-            CollapsedBy::Leaked => s.live_bytes,
-            CollapsedBy::Allocated => s.allocated_bytes,
-            // The live bytes of the peak's picture (what each site held at that moment).
-            CollapsedBy::Peak if memory == Memory::Host => s.live_bytes,
-            CollapsedBy::Peak => 0,
-        };
-        if weight == 0 {
-            continue;
-        }
-        let mut line = root.clone();
-        for f in frames(t, &mut sym, id).iter().rev() {
-            line.push(';');
-            line.push_str(&clean(&name(f)));
-        }
-        writeln!(out, "{line} {weight}")?;
-    }
-    Ok(())
+    sites
+        .into_iter()
+        .filter(|(id, _)| *id != UNSAMPLED)
+        .map(|(id, s)| {
+            let weight = match by {
+                CollapsedBy::Leaked if sampled => s.est_live_bytes.round().max(0.0) as u64,
+                CollapsedBy::Leaked => s.live_bytes,
+                CollapsedBy::Allocated => s.allocated_bytes,
+                // The live bytes of the peak's picture (what each site held at that moment).
+                CollapsedBy::Peak if memory == Memory::Host => s.live_bytes,
+                CollapsedBy::Peak => 0,
+            };
+            (id, weight)
+        })
+        .filter(|(_, w)| *w > 0)
+        .collect()
 }
-fn name(f: &FrameOut) -> String {
+
+/// A frame's name: its function, or its module and address when it has no symbol.
+pub fn name(f: &FrameOut) -> String {
     f.function
         .clone()
         .unwrap_or_else(|| format!("{} {}", f.module.as_deref().unwrap_or("?"), f.address))

@@ -1,3 +1,6 @@
 //! Formats other tools open: one file per format.
 pub mod collapsed;
 pub mod perfetto;
+pub mod pprof;
+mod protobuf;
+pub mod speedscope;

@@ -2,7 +2,7 @@
 //! chrome://tracing open: per process, counters of live host heap and device memory over time (and,
 //! per GPU, NVML's count of the process's memory and PCIe throughput; the perf counters' totals), and
 //! every copy (the first `TIMELINE_COPIES`) as a slice on its thread's track, named by direction and
-//! host memory, with its bytes.
+//! host memory, with its bytes. A program reached by exec (same pid) gets a process track of its own.
 use std::io::{self, Write};
 
 use serde_json::{json, Value};
@@ -21,8 +21,12 @@ pub fn write(traces: &[Replayed], out: &mut dyn Write) -> io::Result<()> {
         .min()
         .unwrap_or(0);
     let us = |ns: u64| ns.saturating_sub(origin) as f64 / 1e3;
-    for t in traces {
-        let pid = t.header.pid;
+    // In start order, so an exec chain reads top to bottom.
+    let mut order: Vec<&Replayed> = traces.iter().collect();
+    order.sort_by_key(|t| (t.header.clock_start_ns, t.header.pid));
+    let mut seen: Vec<u32> = Vec::new();
+    for (sort_index, t) in order.into_iter().enumerate() {
+        let real = t.header.pid;
         let name = t
             .header
             .exe
@@ -30,7 +34,21 @@ pub fn write(traces: &[Replayed], out: &mut dyn Write) -> io::Result<()> {
             .next()
             .unwrap_or(&t.header.exe)
             .to_string();
-        events.push(json!({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": format!("{name} ({pid})")}}));
+        // A program a process exec'd keeps its pid but is a process of its own here: a track id
+        // past the kernel's largest pid (2^22), so its counters never mix with its predecessor's.
+        let execs = seen.iter().filter(|p| **p == real).count();
+        seen.push(real);
+        let (pid, label) = if execs == 0 {
+            (u64::from(real), format!("{name} ({real})"))
+        } else {
+            (
+                (1u64 << 31) + sort_index as u64,
+                format!("{name} ({real}, after exec {execs})"),
+            )
+        };
+        events
+            .push(json!({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": label}}));
+        events.push(json!({"name": "process_sort_index", "ph": "M", "pid": pid, "args": {"sort_index": sort_index}}));
         for &(ts, bytes) in t.host_live().points() {
             events.push(json!({"name": "host heap", "ph": "C", "ts": us(ts), "pid": pid, "args": {"live bytes": bytes}}));
         }

@@ -7,6 +7,7 @@
 //! into unit-test binaries (which must keep their own allocator).
 #![allow(unsafe_code)]
 
+mod api;
 mod clone;
 mod dlopen;
 mod exec_list;

@@ -52,6 +52,9 @@ pub enum Msg {
     PyCode(Box<PyCodeMsg>),
     /// Close the trace and acknowledge when it is on disk.
     Shutdown { reason: EndReason, ack: Sender<()> },
+    /// Put everything sent before this on disk now, then say so in `channel::FLUSHED` (the
+    /// program asked, through `memshim_flush`).
+    Flush(u64),
 }
 
 /// A record with a stack (boxed: rarer and larger than heap events, it must not grow every message).

@@ -283,6 +283,11 @@ impl Writer {
                 return Ok(None);
             }
             Msg::Shutdown { reason, ack } => return Ok(Some((reason, ack))),
+            Msg::Flush(seq) => {
+                self.flush()?;
+                channel::flushed(seq);
+                return Ok(None);
+            }
         };
         self.out.push(&Event { t, tid, record })?;
         Ok(None)
