@@ -90,12 +90,19 @@ fn reset() {
     UNWINDER_LOST.store(false, Ordering::Relaxed);
 }
 
+/// Held by every unit test that claims descriptors or wipes the registry (this module's, and the
+/// perf counter's, whose reads check their claim): run in parallel, a wipe made another's claim
+/// vanish mid-test.
+#[cfg(test)]
+pub(crate) static TEST_REGISTRY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_released_descriptor_is_no_longer_held() {
+        let _registry = TEST_REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
         reset();
         assert!(claim(900, Owner::Counter));
         assert!(claim(901, Owner::Unwinder));
