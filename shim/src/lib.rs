@@ -40,6 +40,7 @@ mod modules;
 mod msg;
 mod nvml;
 mod output;
+mod own_heap;
 mod owned_fds;
 mod perf_fd;
 mod placement;
@@ -65,7 +66,7 @@ mod writer;
 
 #[cfg(not(test))]
 #[global_allocator]
-static ALLOCATOR: global_alloc::RealAllocator = global_alloc::RealAllocator;
+static ALLOCATOR: global_alloc::ShimAllocator = global_alloc::ShimAllocator;
 
 #[cfg(not(test))]
 mod lifecycle {

@@ -17,7 +17,7 @@ use memshim_trace::{Clock, EndReason, Header, TraceWriter};
 
 use crate::config::Config;
 use crate::msg::Msg;
-use crate::{clock, modules, output, sampler, stacks, sys, writer};
+use crate::{clock, modules, output, real, sampler, stacks, sys, writer};
 
 const OFF: u8 = 0;
 const RUNNING: u8 = 1;
@@ -54,6 +54,8 @@ static SIGNAL_END_DONE: AtomicBool = AtomicBool::new(false);
 /// The longest a signal handler waits for the writer.
 const SIGNAL_WAIT: Duration = Duration::from_secs(3);
 static SEEN: OnceLock<stacks::SeenTable> = OnceLock::new();
+/// Set by the writer once the trace ended for want of memory is on disk.
+static MEMORY_END_DONE: AtomicBool = AtomicBool::new(false);
 
 /// Called from the library constructor, or earlier from the first allocation of another library's
 /// constructor; only the first call does anything.
@@ -85,6 +87,12 @@ pub fn init() {
     }
     // The keys exist only now, so the caller's guard was inert: what starting allocates passes through.
     let _inside = crate::guard::enter();
+    crate::own_heap::init(stop_recording);
+    // glibc's allocator gives its main arena to the first thread that calls it and a new arena (64
+    // MiB of address space) to every other: that must be this thread (the program's), not a
+    // helper thread of the shim's that would otherwise be first (the shim's own calls go to
+    // `own_heap`).
+    real::free(real::malloc(1));
     let _ = exe_path();
     let mods = modules::scan("");
     if let Some((lo, hi)) = modules::exec_range_of(&mods, init as fn() as usize as u64) {
@@ -337,6 +345,23 @@ pub fn dropped() -> u64 {
     DROPPED.load(Ordering::Relaxed)
 }
 
+/// The shim's own heap ran dry: recording stops at once (each event may need memory), and the
+/// writer ends the trace with a note (see `Writer::stop_for_memory`). Only atomics: it runs under
+/// the heap's lock.
+fn stop_recording() {
+    let _ = STATE.compare_exchange(RUNNING, STOPPED, Ordering::AcqRel, Ordering::Relaxed);
+}
+
+/// For the writer: the trace that the shim's heap running dry ended is on disk (or failed).
+pub fn memory_end_done() {
+    MEMORY_END_DONE.store(true, Ordering::Release);
+}
+
+/// Counts events that could not be recorded.
+pub fn count_dropped(n: u64) {
+    DROPPED.fetch_add(n, Ordering::Relaxed);
+}
+
 /// Stops tracing after an internal failure, keeping every real call working.
 pub fn fail(why: &str) {
     STATE.store(STOPPED, Ordering::Release);
@@ -347,6 +372,14 @@ pub fn fail(why: &str) {
 /// put everything on disk. Does nothing in a process that does not own the trace (a vfork child).
 pub fn finish(reason: EndReason) -> bool {
     if OWNER_PID.load(Ordering::Acquire) != sys::getpid() {
+        return false;
+    }
+    if crate::own_heap::exhausted() {
+        // Recording stopped when the shim's heap ran dry; the writer is ending the trace itself.
+        let deadline = clock::monotonic_ns() + EXIT_WAIT.as_nanos() as u64;
+        while !MEMORY_END_DONE.load(Ordering::Acquire) && clock::monotonic_ns() < deadline {
+            sys::nap_signal_safe(Duration::from_millis(1));
+        }
         return false;
     }
     if STATE
@@ -485,6 +518,7 @@ extern "C" fn end_at_quick_exit() {
 /// In a process made by a raw `clone` or `SYS_fork`, which runs no fork handler: the same fresh
 /// start as a fork child's.
 pub fn after_raw_fork() {
+    crate::own_heap::after_raw_fork();
     after_fork_in_child();
 }
 

@@ -123,6 +123,11 @@ impl Writer {
         let mut last_flush = Instant::now();
         let mut nap = NAP;
         loop {
+            if crate::own_heap::exhausted() {
+                self.stop_for_memory();
+                session::memory_end_done();
+                return;
+            }
             if let Some(sig) = session::signal_end() {
                 self.close(EndReason::Signal(sig));
                 session::signal_end_done();
@@ -134,6 +139,11 @@ impl Writer {
             while matches!(step, Ok(None)) && taken < DRAIN {
                 let Some(rx) = self.rx.as_ref() else { return };
                 match rx.try_recv() {
+                    // Each message may need memory: none more once the heap ran dry.
+                    Ok(_) if crate::own_heap::exhausted() => {
+                        session::count_dropped(1);
+                        break;
+                    }
                     Ok(msg) => step = self.handle(msg),
                     Err(TryRecvError::Empty) => break,
                     Err(TryRecvError::Disconnected) => return,
