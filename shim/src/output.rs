@@ -111,7 +111,7 @@ impl TraceFile {
 
     fn write_whole(&mut self, fd: i32, buf: &[u8], held: bool) -> io::Result<()> {
         if let Err(e) = sys::write_all(fd, buf) {
-            sys::truncate(fd, self.len);
+            let _ = sys::truncate(fd, self.len);
             if held {
                 // Cutting the frame off freed its blocks, and the reserve beyond them: take it back.
                 sys::reserve_beyond_end(fd, self.len as i64, RESERVE);
@@ -185,7 +185,55 @@ impl Write for TraceFile {
     }
 }
 
+/// Where a trace file's frames end: on disk, and counting the frames still waiting in memory.
+#[derive(Clone, Copy)]
+pub struct FileMark {
+    len: u64,
+    waiting: usize,
+}
+
 impl TraceFile {
+    /// The end of what was written or is waiting to be, for [`TraceFile::cut_back`].
+    pub fn mark(&self) -> FileMark {
+        FileMark {
+            len: self.len,
+            waiting: self.pending.len(),
+        }
+    }
+
+    /// Cuts off every frame after `mark` (frames still waiting are dropped, frames on disk are
+    /// truncated away), so that writing goes on from there.
+    pub fn cut_back(&mut self, mark: FileMark) -> io::Result<()> {
+        while self.pending.len() > mark.waiting {
+            if let Some(f) = self.pending.pop_back() {
+                self.pending_bytes -= f.len();
+            }
+        }
+        if self.len == mark.len {
+            return Ok(());
+        }
+        match &self.held {
+            Some(fd) if crate::owned_fds::holds(fd.as_raw_fd(), crate::owned_fds::Owner::Trace) => {
+                sys::truncate(fd.as_raw_fd(), mark.len)?;
+                sys::reserve_beyond_end(fd.as_raw_fd(), mark.len as i64, RESERVE);
+            }
+            _ => {
+                let file = File::from(sys::open_append(&self.path)?);
+                match file.metadata() {
+                    Ok(m) if m.dev() == self.dev && m.ino() == self.ino && m.len() == self.len => {}
+                    _ => {
+                        return Err(io::Error::other(
+                            "the trace file was replaced by another file",
+                        ))
+                    }
+                }
+                sys::truncate(file.as_raw_fd(), mark.len)?
+            }
+        }
+        self.len = mark.len;
+        Ok(())
+    }
+
     /// The last chance for what waited, once the end is written: the program is ending, and a
     /// descriptor or a file size above its soft limits may be had for a moment. Returns the bytes
     /// that still could not be written, and why.

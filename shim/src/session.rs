@@ -54,6 +54,12 @@ static SIGNAL_END_DONE: AtomicBool = AtomicBool::new(false);
 /// The longest a signal handler waits for the writer.
 const SIGNAL_WAIT: Duration = Duration::from_secs(3);
 static SEEN: OnceLock<stacks::SeenTable> = OnceLock::new();
+/// An exec's course: the writer that ended the trace for it waits on this.
+static EXEC: AtomicU8 = AtomicU8::new(EXEC_NONE);
+const EXEC_NONE: u8 = 0;
+const EXEC_TRYING: u8 = 1;
+const EXEC_FAILED: u8 = 2;
+const EXEC_RESUMED: u8 = 3;
 /// Set by the writer once the trace ended for want of memory is on disk.
 static MEMORY_END_DONE: AtomicBool = AtomicBool::new(false);
 
@@ -468,17 +474,63 @@ fn exe_path() -> String {
     .clone()
 }
 
-/// Before exec: close the trace so nothing is lost when the image is replaced.
+/// Before exec: the trace gets its end so nothing is lost when the image is replaced; the writer
+/// then waits for the outcome (see [`after_failed_exec`]).
 pub fn before_exec() -> bool {
-    finish(EndReason::Exec)
+    EXEC.store(EXEC_TRYING, Ordering::Release);
+    let closed = finish(EndReason::Exec);
+    if !closed {
+        EXEC.store(EXEC_NONE, Ordering::Release);
+    }
+    closed
 }
 
-/// After a failed exec: the process goes on, so the next call starts a new trace file.
+/// After a failed exec: the process goes on in the same trace, the end written before the exec
+/// taken back by the writer; should the writer not manage that, the next call starts a new trace.
 pub fn after_failed_exec(closed: bool) {
-    if closed {
+    if !closed {
+        return;
+    }
+    EXEC.store(EXEC_FAILED, Ordering::Release);
+    let deadline = clock::monotonic_ns() + EXIT_WAIT.as_nanos() as u64;
+    while EXEC.load(Ordering::Acquire) == EXEC_FAILED && clock::monotonic_ns() < deadline {
+        sys::nap_signal_safe(Duration::from_micros(200));
+    }
+    if EXEC.swap(EXEC_NONE, Ordering::AcqRel) == EXEC_RESUMED {
+        STATE.store(RUNNING, Ordering::Release);
+    } else {
         SENDER.store(std::ptr::null_mut(), Ordering::Release);
         STATE.store(PENDING, Ordering::Release);
     }
+}
+
+/// What became of the exec the trace was ended for, as the writer sees it.
+pub enum ExecOutcome {
+    /// Under way: if it succeeds, the writer is gone with the image.
+    Trying,
+    /// It failed: the trace is to go on.
+    Failed,
+    /// No exec (or the waiting was given up).
+    None,
+}
+
+/// For the writer, after the end it wrote at an exec.
+pub fn exec_outcome() -> ExecOutcome {
+    match EXEC.load(Ordering::Acquire) {
+        EXEC_TRYING => ExecOutcome::Trying,
+        EXEC_FAILED => ExecOutcome::Failed,
+        _ => ExecOutcome::None,
+    }
+}
+
+/// For the writer: the end is taken back and the queue is read again (or, `false`, it could not be).
+pub fn exec_resumed(ok: bool) {
+    let _ = EXEC.compare_exchange(
+        EXEC_FAILED,
+        if ok { EXEC_RESUMED } else { EXEC_NONE },
+        Ordering::AcqRel,
+        Ordering::Relaxed,
+    );
 }
 
 /// Runs in the child after fork: the parent's channel and threads are not ours; start afresh lazily.

@@ -240,12 +240,13 @@ pub fn with_limits_raised<T>(f: impl FnOnce() -> T) -> T {
 
 /// Cuts the file open at `fd` back to `len` bytes (a frame written in part), and puts the file
 /// offset there, where the next write must go.
-pub fn truncate(fd: libc::c_int, len: u64) {
+pub fn truncate(fd: libc::c_int, len: u64) -> io::Result<()> {
     // SAFETY: ftruncate and lseek on any descriptor are safe; an error leaves the file as it was.
-    unsafe {
-        libc::ftruncate(fd, len as libc::off_t);
-        libc::lseek(fd, len as libc::off_t, libc::SEEK_SET);
-    }
+    let r = unsafe { libc::ftruncate(fd, len as libc::off_t) };
+    let err = (r != 0).then(io::Error::last_os_error);
+    // SAFETY: as above.
+    unsafe { libc::lseek(fd, len as libc::off_t, libc::SEEK_SET) };
+    err.map_or(Ok(()), Err)
 }
 
 /// Keeps `len` bytes of disk allocated beyond `end` without changing the file's length, where the

@@ -173,7 +173,7 @@ impl Locked {
             Some((base, mapped)) => (base, (LARGE, mapped)),
             None => {
                 refused();
-                match self.from_reserve(len) {
+                match self.cut_reserve(len) {
                     Some(base) => (base, (LARGE_RESERVED, len)),
                     None => return std::ptr::null_mut(),
                 }
@@ -196,10 +196,10 @@ impl Locked {
             return Some(base);
         }
         refused();
-        self.from_reserve(len)
+        self.cut_reserve(len)
     }
 
-    fn from_reserve(&mut self, len: usize) -> Option<usize> {
+    fn cut_reserve(&mut self, len: usize) -> Option<usize> {
         let s = &mut *self.0;
         let len = len.checked_next_multiple_of(UNIT)?;
         if s.reserve + len > s.reserve_end || s.reserve == 0 {

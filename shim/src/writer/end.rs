@@ -34,6 +34,8 @@ impl Writer {
     }
 
     fn drain_and_end(&mut self, reason: EndReason) -> io::Result<()> {
+        // At exec the queue is kept: an exec that fails goes on in this trace (see `exec`).
+        let keep_queue = matches!(reason, EndReason::Exec);
         if let Some(rx) = self.rx.take() {
             // At a signal, producers have stopped; what they sent before is all there is.
             loop {
@@ -48,6 +50,9 @@ impl Writer {
                     }
                     Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => break,
                 }
+            }
+            if keep_queue {
+                self.rx = Some(rx);
             }
             // Dropping the receiver here makes any late sender fail at once instead of waiting.
         }
@@ -85,6 +90,9 @@ impl Writer {
             })?;
         }
         self.flush()?;
+        if keep_queue {
+            self.exec_mark = Some(self.mark());
+        }
         self.out.push(&Event {
             t: clock::monotonic_ns(),
             tid: 0,

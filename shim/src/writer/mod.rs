@@ -21,6 +21,7 @@ use memshim_trace::{
 };
 
 mod end;
+mod exec;
 mod pace;
 
 use pace::{next_nap, NAP};
@@ -58,6 +59,8 @@ pub struct Writer {
     py_strings: HashMap<Box<str>, u32>,
     dropped_written: u64,
     placements: Placements,
+    /// Where the trace stood before the end written at an exec (see `exec`).
+    exec_mark: Option<exec::Mark>,
 }
 
 impl Writer {
@@ -82,6 +85,7 @@ impl Writer {
             py_strings: HashMap::new(),
             dropped_written: 0,
             placements: Placements::default(),
+            exec_mark: None,
         };
         let topology = w.out.push(&Event {
             t: clock::monotonic_ns(),
@@ -179,8 +183,13 @@ impl Writer {
             match step {
                 Ok(None) => {}
                 Ok(Some((reason, ack))) => {
+                    let exec = matches!(reason, EndReason::Exec);
                     self.close(reason);
                     let _ = ack.try_send(());
+                    if exec && self.resume_after_failed_exec() {
+                        last_flush = Instant::now();
+                        continue;
+                    }
                     return;
                 }
                 Err(e) => {
