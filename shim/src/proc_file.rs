@@ -2,7 +2,7 @@
 //! open high in the descriptor table and read from its start with `pread`, so each reading opens
 //! nothing: a program that closes every descriptor and opens its own files could otherwise find a
 //! number taken for a moment by the sampler. If the program closes it (see `owned_fds`), it is
-//! opened again once and kept again.
+//! opened again once and kept again. Under a tight `RLIMIT_NOFILE` nothing is read.
 //!
 //! Never: used from a program thread (only the sampler reads these files).
 use std::ffi::CStr;
@@ -10,6 +10,9 @@ use std::os::fd::{AsRawFd, OwnedFd};
 
 use crate::owned_fds::{self, Owner};
 use crate::sys;
+
+/// Below this soft `RLIMIT_NOFILE` no `/proc` file is read (the trace's own threshold too).
+const MIN_NOFILE: u64 = 64;
 
 /// One kept-open `/proc` file.
 pub struct ProcFile {
@@ -32,6 +35,11 @@ impl ProcFile {
 
     /// The whole file as it reads now (at most `N` bytes), or `None` when it cannot be read.
     pub fn read<const N: usize>(&mut self, buf: &mut [u8; N]) -> Option<usize> {
+        if sys::nofile_limit().is_some_and(|n| n < MIN_NOFILE) {
+            // Under a limit this tight every descriptor is one the program may need, and one kept
+            // (or even opened for a moment) would take it: the readings are done without.
+            return None;
+        }
         let pid = sys::getpid();
         if self.pid != pid {
             // Inherited from the parent: this process's own copy of the descriptor, to close.

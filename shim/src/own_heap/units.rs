@@ -55,10 +55,13 @@ pub fn owns(p: usize) -> bool {
     false
 }
 
-/// Maps `len` bytes (rounded up to whole pages) starting on a unit boundary and records the start;
-/// `None` when the kernel refuses or the table is full. Caller holds the heap's lock.
+/// Maps `len` bytes (rounded up to whole pages, and to one unit at least) starting on a unit
+/// boundary and records the start; `None` when the kernel refuses or the table is full. Caller
+/// holds the heap's lock. At least a unit: `owns` takes every pointer in the first unit for the
+/// shim's, so no one else's mapping may share it (a 20 KiB mapping once left the rest of its unit
+/// to a program's block, whose free then unmapped the shim's).
 pub fn map(len: usize) -> Option<(usize, usize)> {
-    let len = len.checked_next_multiple_of(SMALL_PAGE)?;
+    let len = len.max(UNIT).checked_next_multiple_of(SMALL_PAGE)?;
     if FILLED.load(Ordering::Relaxed) >= MAX_FILLED {
         return None;
     }
@@ -165,6 +168,9 @@ mod tests {
         let (base, len) = map(3 * UNIT + 5).expect("a mapping");
         assert_eq!(base % UNIT, 0);
         assert_eq!(len, 3 * UNIT + SMALL_PAGE);
+        let (small, small_len) = map(100).expect("a mapping");
+        assert_eq!(small_len, UNIT, "a mapping fills its first unit");
+        unmap(small, small_len);
         assert!(owns(base) && owns(base + 100) && owns(base + UNIT - 1));
         let on_stack = 0u8;
         assert!(!owns(&on_stack as *const u8 as usize));
