@@ -36,7 +36,19 @@ pub struct TraceFile {
     /// Frames that could not be written yet, oldest first, and their bytes.
     pending: std::collections::VecDeque<Vec<u8>>,
     pending_bytes: usize,
+    /// Whether descriptors may be kept (the soft `RLIMIT_NOFILE` is not tight).
+    spare: bool,
+    /// Set for the last writes at the end, which wait for nothing.
+    at_end: bool,
+    /// The held descriptor was opened again by path after the program had closed the first: the
+    /// path is checked before each frame, as each reopening checked it.
+    reclaimed: bool,
 }
+
+/// Under a tight `RLIMIT_NOFILE` (no descriptor kept, each write opens the file for a moment), frames
+/// wait in memory until this many bytes are waiting, or the end: every open might take the one
+/// number the program was about to get.
+const TIGHT_BATCH: usize = 4 << 20;
 
 /// Below this soft `RLIMIT_NOFILE` the trace keeps no descriptor open.
 const MIN_NOFILE: u64 = 64;
@@ -46,6 +58,10 @@ const MAX_PENDING: usize = 64 << 20;
 
 /// Disk space kept allocated beyond the end of the file, for the last frames.
 const RESERVE: i64 = 1 << 20;
+
+fn replaced() -> io::Error {
+    io::Error::other("the trace file was replaced by another file; nothing more is written")
+}
 
 /// Whether a write error may pass: the frame waits instead of ending the trace.
 fn may_pass(e: &io::Error) -> bool {
@@ -76,6 +92,9 @@ impl TraceFile {
             len: 0,
             pending: Default::default(),
             pending_bytes: 0,
+            spare,
+            at_end: false,
+            reclaimed: false,
         })
     }
 
@@ -90,6 +109,9 @@ impl TraceFile {
         if let Some(fd) = &self.held {
             let raw = fd.as_raw_fd();
             if crate::owned_fds::holds(raw, crate::owned_fds::Owner::Trace) && self.is_ours(raw) {
+                if self.reclaimed && sys::path_id(&self.path) != Some((self.dev, self.ino)) {
+                    return Err(replaced());
+                }
                 return self.write_whole(raw, buf, true);
             }
             // Released by the program: the number is not ours to close any more.
@@ -97,14 +119,37 @@ impl TraceFile {
                 std::mem::forget(fd);
             }
         }
-        let file = File::from(sys::open_append(&self.path)?);
+        if !self.spare && !self.at_end && self.pending_bytes + buf.len() < TIGHT_BATCH {
+            // Not now (see `TIGHT_BATCH`): the frame waits.
+            return Err(io::Error::from_raw_os_error(libc::EMFILE));
+        }
+        let spare = self.spare;
+        let reopen = || -> io::Result<OwnedFd> {
+            let fd = sys::open_append(&self.path)?;
+            // Kept again, high, so that no later frame opens anything.
+            Ok(if spare { sys::move_high(fd) } else { fd })
+        };
+        // Not for a moment after the program took the trace's descriptor back (it is opening its
+        // own files, see `owned_fds::probe`), except at the end: the frame waits.
+        let fd = match crate::owned_fds::probe(reopen) {
+            Some(fd) => fd?,
+            None if self.at_end => reopen()?,
+            None => return Err(io::Error::from_raw_os_error(libc::EMFILE)),
+        };
+        let file = File::from(fd);
         match file.metadata() {
             Ok(m) if m.dev() == self.dev && m.ino() == self.ino && m.len() == self.len => {}
-            _ => {
-                return Err(io::Error::other(
-                    "the trace file was replaced by another file; nothing more is written",
-                ))
+            _ => return Err(replaced()),
+        }
+        if self.spare {
+            let fd = OwnedFd::from(file);
+            if crate::owned_fds::claim(fd.as_raw_fd(), crate::owned_fds::Owner::Trace) {
+                let raw = fd.as_raw_fd();
+                self.held = Some(fd);
+                self.reclaimed = true;
+                return self.write_whole(raw, buf, true);
             }
+            return self.write_whole(fd.as_raw_fd(), buf, false);
         }
         self.write_whole(file.as_raw_fd(), buf, false)
     }
@@ -238,6 +283,7 @@ impl TraceFile {
     /// descriptor or a file size above its soft limits may be had for a moment. Returns the bytes
     /// that still could not be written, and why.
     pub fn finish_pending(&mut self) -> Option<(usize, io::Error)> {
+        self.at_end = true;
         if self.pending.is_empty() {
             return None;
         }
@@ -405,15 +451,21 @@ mod reuse_tests {
         let held = f.held.as_ref().unwrap().as_raw_fd();
         assert!(held >= sys::high_floor(), "{held}");
         f.write_all(b"frame1").unwrap();
-        // The program closes the trace's descriptor (as a daemon closing everything would).
+        // The program closes the trace's descriptor (as a daemon closing everything would): for a
+        // moment nothing is opened (the program is opening its own files), the frame waits.
         crate::owned_fds::released(held, held);
         f.write_all(b"frame2").unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"frame1frame2");
+        assert_eq!(std::fs::read(&path).unwrap(), b"frame1");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        f.write_all(b"frame3").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"frame1frame2frame3");
+        let again = f.held.as_ref().unwrap().as_raw_fd();
+        assert!(again >= sys::high_floor(), "kept again, high: {again}");
         // The file is replaced (removed, and a file of the program's takes its name, often with the
         // inode number just freed).
         std::fs::remove_file(&path).unwrap();
         std::fs::write(&path, b"log\n").unwrap();
-        let err = f.write_all(b"frame3").unwrap_err();
+        let err = f.write_all(b"frame4").unwrap_err();
         assert!(err.to_string().contains("replaced"), "{err}");
         assert_eq!(std::fs::read(&path).unwrap(), b"log\n");
         // A symlink planted at the path is never followed.
@@ -421,7 +473,7 @@ mod reuse_tests {
         let victim = dir.join("victim");
         std::fs::write(&victim, b"keep").unwrap();
         std::os::unix::fs::symlink(&victim, &path).unwrap();
-        assert!(f.write_all(b"frame4").is_err());
+        assert!(f.write_all(b"frame5").is_err());
         assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -55,7 +55,8 @@ impl ProcFile {
             }
         }
         if self.fd.is_none() {
-            let fd = sys::move_high(sys::open_read_only(self.path)?);
+            let path = self.path;
+            let fd = owned_fds::probe(|| sys::open_read_only(path).map(sys::move_high))??;
             if !owned_fds::claim(fd.as_raw_fd(), Owner::Probe) {
                 return sys::pread(fd.as_raw_fd(), buf, 0);
             }

@@ -181,6 +181,14 @@ pub fn file_id(fd: libc::c_int) -> Option<(u64, u64)> {
     (unsafe { libc::fstat(fd, &mut st) } == 0).then_some((st.st_dev, st.st_ino))
 }
 
+/// The device and inode of what `path` names itself (a symlink's own, not its target's).
+pub fn path_id(path: &CStr) -> Option<(u64, u64)> {
+    // SAFETY: an all-zero stat is a valid out-buffer, written by lstat.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is NUL-terminated and `st` is valid and writable.
+    (unsafe { libc::lstat(path.as_ptr(), &mut st) } == 0).then_some((st.st_dev, st.st_ino))
+}
+
 /// Opens `path` read-only, close-on-exec.
 pub fn open_read_only(path: &CStr) -> Option<OwnedFd> {
     // SAFETY: `path` is NUL-terminated; the flags are plain integers.

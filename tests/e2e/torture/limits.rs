@@ -7,7 +7,6 @@ use crate::report::*;
 const NO_ARGS: [&str; 0] = [];
 
 #[test]
-#[ignore = "issue 16: regressed on main 0f401e7: fopen fails with RLIMIT_NOFILE 4 (the sampler's persistent /proc descriptors take the program's only free one)"]
 fn nofile_limit_of_four_set_by_the_program() {
     let case = Case::new("nofile_self", &c("nofile"), &["self"]);
     let bare = case.all();
@@ -16,7 +15,6 @@ fn nofile_limit_of_four_set_by_the_program() {
 }
 
 #[test]
-#[ignore = "issue 16: regressed on main 0f401e7: fopen fails with RLIMIT_NOFILE 4 (the sampler's persistent /proc descriptors take the program's only free one)"]
 fn nofile_limit_of_four_set_before_exec() {
     let prog = c("nofile");
     let args = ["--nofile=4:4", "--", prog.to_str().expect("utf-8 path")];
