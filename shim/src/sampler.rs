@@ -94,9 +94,12 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
                 }
             }
             let now = modules::counters();
-            if now != seen {
+            // The scan opens files for a moment (see `owned_fds::probe`); tried again later.
+            let scanned = (now != seen)
+                .then(|| crate::owned_fds::probe(|| modules::scan(&exe)))
+                .flatten();
+            if let Some(mods) = scanned {
                 seen = now;
-                let mods = modules::scan(&exe);
                 let enabled = crate::session::config().is_some_and(|c| c.python);
                 let python = crate::python::detect(&mods, enabled);
                 if !send_unparked(&tx, Msg::Modules(mods)) {

@@ -380,12 +380,7 @@ pub fn finish(reason: EndReason) -> bool {
     if OWNER_PID.load(Ordering::Acquire) != sys::getpid() {
         return false;
     }
-    if crate::own_heap::exhausted() {
-        // Recording stopped when the shim's heap ran dry; the writer is ending the trace itself.
-        let deadline = clock::monotonic_ns() + EXIT_WAIT.as_nanos() as u64;
-        while !MEMORY_END_DONE.load(Ordering::Acquire) && clock::monotonic_ns() < deadline {
-            sys::nap_signal_safe(Duration::from_millis(1));
-        }
+    if wait_for_memory_end() {
         return false;
     }
     if STATE
@@ -410,6 +405,21 @@ pub fn finish(reason: EndReason) -> bool {
         ack: ack_tx,
     });
     let _ = ack_rx.recv_timeout(EXIT_WAIT);
+    // The heap may have run dry on the way: the writer then drops the request and ends the trace.
+    wait_for_memory_end();
+    true
+}
+
+/// When the shim's heap ran dry (recording stopped, the writer ending the trace itself), waits for
+/// that end to be on disk (with a deadline); false when it did not run dry.
+fn wait_for_memory_end() -> bool {
+    if !crate::own_heap::exhausted() {
+        return false;
+    }
+    let deadline = clock::monotonic_ns() + EXIT_WAIT.as_nanos() as u64;
+    while !MEMORY_END_DONE.load(Ordering::Acquire) && clock::monotonic_ns() < deadline {
+        sys::nap_signal_safe(Duration::from_millis(1));
+    }
     true
 }
 

@@ -39,7 +39,7 @@ fn quick_exit_with_handlers_that_allocate() {
 }
 
 /// SIGKILL runs nothing of the shim's: what survives is what the writer had put on disk. It does so
-/// as soon as its queue goes quiet, so a burst followed by a 50 ms pause is all there; before, the
+/// as soon as its queue goes quiet, so a burst followed by an 80 ms pause is all there; before, the
 /// last 100 ms frame was lost whole (all 3000 blocks, with any pause under about 100 ms).
 #[test]
 fn sigkill_after_a_burst_and_a_pause_loses_nothing_of_the_burst() {
