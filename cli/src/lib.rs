@@ -19,4 +19,5 @@ pub mod signals;
 pub mod symbol_cache;
 pub mod symbolize;
 pub mod traces;
+pub mod units;
 pub mod user_files;

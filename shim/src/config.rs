@@ -17,6 +17,7 @@
 //! | `MEMSHIM_COMPRESS` | zstd level for trace frames (`0` for none) | 3 |
 //! | `MEMSHIM_QUIET` | `1`: no line on stderr at exit | off |
 //! | `MEMSHIM_DISABLE` | `1`: load but record nothing | off |
+use std::path::{Path, PathBuf};
 
 /// The largest stack depth that can be asked for.
 pub const MAX_STACK_DEPTH: usize = 256;
@@ -169,7 +170,7 @@ impl Config {
         };
         Config {
             // Resolved now: the program may chdir before a fork child creates its trace.
-            output_dir: crate::output::absolute_dir(&get("MEMSHIM_OUTPUT").unwrap_or_default())
+            output_dir: absolute_dir(&get("MEMSHIM_OUTPUT").unwrap_or_default())
                 .map(|d| d.to_string_lossy().into_owned())
                 .unwrap_or_default(),
             unwind,
@@ -210,6 +211,22 @@ fn parse_bytes(v: &str) -> Option<u64> {
         _ => (v, 1),
     };
     num.parse::<u64>().ok()?.checked_mul(mult)
+}
+
+/// The output directory as an absolute path, resolved against the working directory of the moment
+/// (the shim resolves `MEMSHIM_OUTPUT` once at start, so a program's later `chdir` moves nothing).
+pub fn absolute_dir(dir: &str) -> Result<PathBuf, String> {
+    let dir = Path::new(dir);
+    if dir.as_os_str().is_empty() {
+        return std::env::current_dir()
+            .map_err(|e| format!("cannot find the current directory: {e}"));
+    }
+    if dir.is_absolute() {
+        return Ok(dir.to_path_buf());
+    }
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot find the current directory: {e}"))?;
+    Ok(cwd.join(dir))
 }
 
 #[cfg(test)]
@@ -297,5 +314,13 @@ mod tests {
         let c = cfg(&[("MEMSHIM_COPY_EVENT_BYTES", "big")]);
         assert_eq!(c.copy_event_bytes, 64 << 10);
         assert!(c.warnings[0].contains("MEMSHIM_COPY_EVENT_BYTES=big"));
+    }
+
+    #[test]
+    fn a_relative_directory_is_resolved_once() {
+        let abs = absolute_dir("traces").unwrap();
+        assert!(abs.is_absolute());
+        assert_eq!(abs, std::env::current_dir().unwrap().join("traces"));
+        assert_eq!(absolute_dir("/x/y").unwrap(), PathBuf::from("/x/y"));
     }
 }

@@ -95,7 +95,7 @@ fn take_over(sig: i32) -> bool {
         act.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
         libc::sigfillset(&mut act.sa_mask);
         OURS.fetch_or(bit(sig), Ordering::AcqRel);
-        if crate::real::sigaction(sig, &act, std::ptr::null_mut()) != 0 {
+        if crate::sys::real::sigaction(sig, &act, std::ptr::null_mut()) != 0 {
             step_aside(sig);
             return false;
         }
@@ -108,7 +108,7 @@ fn query(sig: i32) -> Option<libc::sigaction> {
     // SAFETY: a zeroed sigaction is a valid out-buffer for the real sigaction.
     unsafe {
         let mut now: libc::sigaction = std::mem::zeroed();
-        (crate::real::sigaction(sig, std::ptr::null(), &mut now) == 0).then_some(now)
+        (crate::sys::real::sigaction(sig, std::ptr::null(), &mut now) == 0).then_some(now)
     }
 }
 
@@ -136,13 +136,13 @@ fn alternate_stack() {
     // kernel as this thread's alternate stack, never unmapped (the thread may use it until exit).
     unsafe {
         let mut old: libc::stack_t = std::mem::zeroed();
-        if crate::real::sigaltstack(std::ptr::null(), &mut old) != 0
+        if crate::sys::real::sigaltstack(std::ptr::null(), &mut old) != 0
             || old.ss_flags & libc::SS_DISABLE == 0
         {
             return;
         }
         // The real mmap: this mapping is the shim's, not the program's.
-        let p = crate::real::mmap(
+        let p = crate::sys::real::mmap(
             std::ptr::null_mut(),
             SIZE,
             libc::PROT_READ | libc::PROT_WRITE,
@@ -158,7 +158,7 @@ fn alternate_stack() {
             ss_flags: 0,
             ss_size: SIZE,
         };
-        if crate::real::sigaltstack(&ss, std::ptr::null_mut()) == 0 {
+        if crate::sys::real::sigaltstack(&ss, std::ptr::null_mut()) == 0 {
             ALT_STACK.store(p as usize, Ordering::Release);
         }
     }
@@ -203,8 +203,8 @@ pub fn set_default_keeping_handler<T>(sig: i32, set: impl FnOnce() -> T) -> T {
 
 extern "C" fn handler(sig: i32, _info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     let saved = crate::sys::errno();
-    if handles(sig) && !crate::guard::inside() {
-        crate::session::end_on_signal(sig);
+    if handles(sig) && !crate::record::guard::inside() {
+        crate::channel::end_on_signal(sig);
     }
     step_aside(sig);
     // SAFETY: restoring the default with a zeroed (SIG_DFL) action, then sending the signal to this
@@ -212,7 +212,7 @@ extern "C" fn handler(sig: i32, _info: *mut libc::siginfo_t, _ctx: *mut libc::c_
     // fault that was the cause would also recur on return, to the same end).
     unsafe {
         let dfl: libc::sigaction = std::mem::zeroed();
-        crate::real::sigaction(sig, &dfl, std::ptr::null_mut());
+        crate::sys::real::sigaction(sig, &dfl, std::ptr::null_mut());
         libc::syscall(
             libc::SYS_tgkill,
             libc::getpid(),

@@ -10,70 +10,62 @@
 //!   Nothing can unwind into C: hooks are thin wrappers around the real call and the recorder.
 //! - **Reentrancy.** A const-initialised thread-local guard (`guard`) makes every allocation the shim
 //!   causes pass straight through; the writer and sampler threads are never traced. The shim's own
-//!   Rust allocations use the real allocator directly (`global_alloc`).
+//!   Rust allocations, and the C allocations made inside the shim, come from memory it maps itself
+//!   (`sys::own_heap`, through `global_alloc` and the heap hooks): no allocator arena is made for
+//!   its threads, and running out of memory ends the trace, never the program.
 //! - **Bootstrap.** The real functions are found with `dlsym(RTLD_NEXT)`; what dlsym allocates
 //!   meanwhile comes from a static arena (`bootstrap`).
 //! - **Order.** Frees and unmaps are recorded before the real call, allocations after it, all through
 //!   one FIFO channel, so a reused address is never paired with the wrong block.
 //! - **fork/exec/exit.** A fork child writes its own trace with its own writer (started on its first
 //!   event); exec closes the trace first; the library destructor and `_exit` close it at the end; a
-//!   frame reaches the disk at least every 100 ms, so SIGKILL loses at most the last moment.
+//!   frame reaches the disk as soon as the queue goes quiet and at least every 100 ms, so SIGKILL
+//!   loses at most what had not reached the writer; a failed exec goes on in the same trace.
+//!
+//! The modules, in the order a recorded call travels:
+//! - `hooks` (and the CUDA wrappers in `cuda`, the PyTorch callbacks in `torch`): the exported
+//!   symbols; they call the real function and hand the call to `record`.
+//! - `record`: on the traced thread, the guard, the stack (with `python`'s frames), the sampling
+//!   decision; it makes a message.
+//! - `channel`: the one queue every producer sends on, and the state they ask before recording.
+//! - `writer`: its own thread; turns messages into the trace file (`writer::output`).
+//! - `probes`: its own thread; reads what no call reports (heap statistics, counters, GPUs, the
+//!   module map) and sends it on the same channel.
+//! - `sys`: below everything: the real functions, system-call wrappers, the clock, the helper
+//!   threads, the bootstrap arena.
+//! - `session`: the lifecycle above them all: starts the writer and the probes, follows fork and
+//!   exec, ends the trace; `config` and `rank` are the settings it reads once.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(unsafe_code)]
 // Unit-test builds leave out the hooks (a test binary must keep its own allocator), so much of the
 // recording path is unused there.
 #![cfg_attr(test, allow(dead_code))]
 
-mod bootstrap;
-mod clock;
+mod channel;
 mod config;
-mod counters;
 mod crash;
 mod cuda;
-mod global_alloc;
-mod guard;
-mod heap_counts;
-mod heapstats;
 #[cfg(not(test))]
 mod hooks;
-mod modules;
-mod msg;
-mod nvml;
-mod output;
-mod own_heap;
-mod owned_fds;
-mod perf_fd;
-mod placement;
-mod proc_file;
+mod probes;
 mod python;
 mod rank;
-mod real;
-mod recorder;
-mod sampler;
-mod sampling;
-mod seen_table;
+mod record;
 mod session;
-mod stack_bounds;
-mod stacks;
-mod symbolize;
 mod sys;
-mod threadcpus;
-mod threads;
-mod topology;
 mod torch;
-mod unwind;
 mod writer;
 
 #[cfg(not(test))]
 #[global_allocator]
-static ALLOCATOR: global_alloc::ShimAllocator = global_alloc::ShimAllocator;
+static ALLOCATOR: sys::global_alloc::ShimAllocator = sys::global_alloc::ShimAllocator;
 
 #[cfg(not(test))]
 mod lifecycle {
     //! The library constructor and destructor.
     #![allow(unsafe_code)]
 
-    use crate::{recorder, session};
+    use crate::{record::recorder, session};
     use memshim_trace::EndReason;
 
     extern "C" fn init() {

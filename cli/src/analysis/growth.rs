@@ -1,62 +1,17 @@
 //! Growth: call sites whose live bytes keep climbing over the run (the "8 GB at step 10, 80 GB at
 //! step 200" pattern), as opposed to a site that allocated a lot once, early.
 //!
-//! Each site keeps the points where its live bytes set a new high-water mark, thinned to at most
-//! [`MAX_POINTS`] (every other point dropped, first and last kept), so memory stays bounded however
-//! long the run. At the end a site is growing when its new highs are spread over most of its own
+//! Each site keeps the points where its live bytes set a new high-water mark (see `high_water`). At
+//! the end a site is growing when its new highs are spread over most of its own
 //! lifetime (from its first allocation to the end of the run, so a leak that starts late in a long
 //! process — a training loop after a slow import — is judged on the loop) and it still holds most of
 //! its high-water mark.
 use super::SiteStats;
 
-/// High-water points kept per site.
-pub const MAX_POINTS: usize = 32;
 /// Equal slices of the run in which new highs are looked for.
 const SLICES: u64 = 8;
 /// A growing site set new highs in at least this many slices.
 const MIN_SLICES: usize = 4;
-
-/// A site's high-water history.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct HighWater {
-    /// (time ns, live bytes) at each kept new high.
-    pub points: Vec<(u64, u64)>,
-}
-
-impl HighWater {
-    /// Notes the site's live bytes after an allocation.
-    pub fn observe(&mut self, t: u64, live: u64) {
-        if self.points.last().is_some_and(|&(_, hi)| live <= hi) {
-            return;
-        }
-        self.points.push((t, live));
-        if self.points.len() > MAX_POINTS {
-            let last = *self.points.last().expect("non-empty");
-            let mut i = 0;
-            self.points.retain(|_| {
-                i += 1;
-                i % 2 == 1
-            });
-            if self.points.last() != Some(&last) {
-                self.points.push(last);
-            }
-        }
-    }
-
-    /// Folds in another curve of the same site (another memory kind): the running maximum over both
-    /// curves' points, a lower bound of their sum because the two kinds' highs need not coincide.
-    pub fn merge(&mut self, other: &HighWater) {
-        let mut all: Vec<(u64, u64)> = self
-            .points
-            .drain(..)
-            .chain(other.points.iter().copied())
-            .collect();
-        all.sort_unstable();
-        for (t, live) in all {
-            self.observe(t, live);
-        }
-    }
-}
 
 /// A site found growing.
 #[derive(Clone, Debug, PartialEq)]
@@ -116,6 +71,7 @@ pub fn growing<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::high_water::MAX_POINTS;
 
     fn site(points: &[(u64, u64)], live: u64) -> SiteStats {
         let mut s = SiteStats {

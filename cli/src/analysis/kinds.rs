@@ -4,8 +4,6 @@
 use memshim_trace::Record;
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::replay::kind_name;
-
 /// The running counts.
 #[derive(Debug, Default)]
 pub struct KindCounts {
@@ -20,11 +18,11 @@ impl KindCounts {
         match record {
             Record::Alloc(_) => self.allocs += 1,
             Record::Free(_) => self.frees += 1,
-            other => *self.others.entry(kind_name(other)).or_default() += 1,
+            other => *self.others.entry(other.kind_name()).or_default() += 1,
         }
     }
 
-    /// Every kind seen, by its [`kind_name`], with its count (kinds never seen are absent).
+    /// Every kind seen, by its [`Record::kind_name`], with its count (kinds never seen are absent).
     pub fn into_map(self) -> HashMap<&'static str, u64> {
         let mut all = self.others;
         for (n, name) in [(self.allocs, "alloc"), (self.frees, "free")] {
@@ -58,7 +56,7 @@ mod tests {
         let mut naive = HashMap::<&'static str, u64>::default();
         for r in &records {
             k.add(r);
-            *naive.entry(kind_name(r)).or_default() += 1;
+            *naive.entry(r.kind_name()).or_default() += 1;
         }
         assert_eq!(k.into_map(), naive);
         assert!(KindCounts::default().into_map().is_empty());

@@ -8,6 +8,7 @@ pub mod gpus;
 pub mod growth;
 pub mod heap;
 pub mod heap_totals;
+pub mod high_water;
 pub mod holes;
 pub mod kinds;
 pub mod mmap;
@@ -30,7 +31,7 @@ pub struct SiteStats {
     /// Bytes from here still live.
     pub live_bytes: u64,
     /// When this site's live bytes set new highs.
-    pub high_water: growth::HighWater,
+    pub high_water: high_water::HighWater,
     /// With sampling: live bytes and blocks this site's sampled blocks stand for.
     pub est_live_bytes: f64,
     pub est_live_count: f64,

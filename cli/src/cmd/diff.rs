@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 
 use crate::args::Format;
-use crate::render::human_bytes;
 use crate::report::diff::{diff, Change, Diff};
+use crate::units::human_bytes;
 use crate::{replay, report, traces};
 
 /// Runs the subcommand.

@@ -9,8 +9,8 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::analysis::SiteStats;
 use crate::args::{CollapsedBy, Memory};
 use crate::replay::Replayed;
-use crate::report::build::frames;
 use crate::report::model::FrameOut;
+use crate::report::sites::frames;
 use crate::symbolize::Symbolizer;
 
 /// Writes one line per site: `process;outermost;...;innermost weight`.

@@ -4,8 +4,15 @@
 //! whole within `BUDGET` (fewer sites, then a cut at a process boundary, when it would be longer).
 use std::io::{self, Write};
 
-use super::{human_bytes, is_allocator, python_line, rank_cells, site_view, Render, RANK_COLUMNS};
-use crate::report::model::{FrameOut, LeakClass, Process, Report, Site};
+use super::markdown_cells::{escape, site_cell};
+use super::{python_line, rank_cells, Render, RANK_COLUMNS};
+use crate::report::model::{LeakClass, Process, Report, Site};
+use crate::units::human_bytes;
+
+/// Sites folded under a table by default.
+const FOLDED: usize = 40;
+/// The most a report may take: a GitHub comment holds 65,536 characters.
+const BUDGET: usize = 60_000;
 
 /// The Markdown renderer.
 pub struct Markdown {
@@ -14,13 +21,6 @@ pub struct Markdown {
     /// Sites folded under a table, past which only a count is given.
     folded: usize,
 }
-
-/// Sites folded under a table by default.
-const FOLDED: usize = 40;
-/// The most a report may take: a GitHub comment holds 65,536 characters.
-const BUDGET: usize = 60_000;
-/// Frames shown per site.
-const FRAMES: usize = 4;
 
 impl Markdown {
     /// A renderer showing `top` sites per table.
@@ -370,59 +370,6 @@ impl Markdown {
 
 fn program_bytes(c: &LeakClass) -> u64 {
     c.bytes - c.driver_bytes
-}
-
-/// A site as one table cell: the innermost frames, innermost first, separated by arrows, ending at
-/// `main` (what runs before it is the C library's start-up).
-pub(super) fn site_cell(frames: &[FrameOut]) -> String {
-    let (first, native) = site_view(frames);
-    let end = first
-        .iter()
-        .position(|f| f.function.as_deref() == Some("main"))
-        .map_or(first.len(), |i| i + 1);
-    let frames = &first[..end];
-    let parts: Vec<String> = frames
-        .iter()
-        .take(FRAMES)
-        .map(|f| {
-            let func = escape(f.function.as_deref().unwrap_or("??"));
-            match (&f.file, f.line) {
-                (Some(file), Some(line)) => {
-                    format!(
-                        "`{func}` ({}:{line})",
-                        escape(file.rsplit('/').next().unwrap_or(file))
-                    )
-                }
-                _ => format!("`{func}`"),
-            }
-        })
-        .collect();
-    let more = if frames.len() > FRAMES {
-        " ← …"
-    } else {
-        ""
-    };
-    let calls = match native
-        .iter()
-        .find(|f| f.function.is_some() && !is_allocator(f))
-    {
-        Some(f) => format!(
-            " (native: `{}`)",
-            escape(f.function.as_deref().unwrap_or("??"))
-        ),
-        None => String::new(),
-    };
-    let lent = if frames.first().is_some_and(|f| f.main_thread) {
-        "main thread: "
-    } else {
-        ""
-    };
-    format!("{lent}{}{more}{calls}", parts.join(" ← "))
-}
-
-/// Keeps a table cell a single cell.
-fn escape(s: &str) -> String {
-    s.replace('|', "\\|").replace('`', "'")
 }
 
 fn exe_name(p: &Process) -> String {

@@ -2,9 +2,9 @@
 //! allocated and reserved, the tensors held by line, given-back growth, each OOM with its verdict).
 use std::io::{self, Write};
 
-use super::human_bytes;
-use super::markdown::site_cell;
+use super::markdown_cells::site_cell;
 use crate::report::model::Process;
+use crate::units::human_bytes;
 
 /// Writes the section; nothing when the process never used PyTorch's CUDA allocator.
 pub fn torch(p: &Process, top: usize, out: &mut dyn Write) -> io::Result<()> {

@@ -3,6 +3,7 @@ pub mod colour;
 pub mod html;
 pub mod json;
 pub mod markdown;
+mod markdown_cells;
 mod markdown_torch;
 pub mod numa_lines;
 pub mod text;
@@ -10,6 +11,7 @@ pub mod text;
 use std::io::{self, Write};
 
 use crate::report::model::{FrameOut, Report};
+use crate::units::human_bytes;
 
 /// An output format.
 pub trait Render {
@@ -142,21 +144,6 @@ pub fn is_allocator(f: &FrameOut) -> bool {
         .is_some_and(|func| PREFIXES.iter().any(|p| func.starts_with(p)))
 }
 
-/// Bytes for people: `512 B`, `1.5 KiB`, `3.2 GiB`.
-pub fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
-    if n < 1024 {
-        return format!("{n} B");
-    }
-    let mut v = n as f64 / 1024.0;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    format!("{v:.1} {}", UNITS[unit])
-}
-
 /// A command line for a heading: control characters and runs of whitespace become one space, and
 /// anything past 100 characters is cut, so a `python -c` script cannot break the layout.
 pub fn one_line(s: &str) -> String {
@@ -226,13 +213,5 @@ mod tests {
     #[test]
     fn markdown_snapshot() {
         snapshot("fixture.md", &super::markdown::Markdown::new(10));
-    }
-
-    #[test]
-    fn human_bytes() {
-        assert_eq!(super::human_bytes(0), "0 B");
-        assert_eq!(super::human_bytes(1023), "1023 B");
-        assert_eq!(super::human_bytes(1536), "1.5 KiB");
-        assert_eq!(super::human_bytes(3 << 30), "3.0 GiB");
     }
 }

@@ -1,8 +1,8 @@
 //! One-line forms of the CPU memory system's details (fragmentation size classes, counters over
 //! time, threads that moved between NUMA nodes, why a remote block is remote), shared by the text and
 //! Markdown renderers so that both say the same words.
-use super::human_bytes;
 use crate::report::model::{CountersSection, NumaThreadOut, PlacementOut, SizeClassOut};
+use crate::units::human_bytes;
 
 /// "holes left by frees of 513 B-1.0 KiB blocks: 19.1 MiB in 20000 holes (most often 1000 B)".
 pub fn size_class_line(c: &SizeClassOut) -> String {

@@ -2,59 +2,10 @@
 //! them. Never reads the file (that is the decoding thread's) and keeps no state of its own.
 use memshim_trace::{Event, PyCode, Record};
 
-use super::{
+use super::replayed::{
     HostBlock, LoadedModule, PyFunction, Replayed, SampledBlock, MAX_MODULES, MAX_NOTES,
     MAX_NUMA_CALLS,
 };
-
-/// The name of a record kind, for counts.
-pub fn kind_name(r: &Record) -> &'static str {
-    match r {
-        Record::Alloc(_) => "alloc",
-        Record::Free(_) => "free",
-        Record::ReallocFailed(_) => "realloc_failed",
-        Record::Map(_) => "map",
-        Record::Unmap(_) => "unmap",
-        Record::Stack(_) => "stack",
-        Record::ModuleLoad(_) => "module_load",
-        Record::ModuleUnload(_) => "module_unload",
-        Record::Symbols(_) => "symbols",
-        Record::Dropped(_) => "dropped",
-        Record::Note(_) => "note",
-        Record::End(_) => "end",
-        Record::DeviceAlloc(_) => "device_alloc",
-        Record::DeviceFree(_) => "device_free",
-        Record::CudaFailure(_) => "cuda_failure",
-        Record::MemInfo(_) => "mem_info",
-        Record::ManagedHint(_) => "managed_hint",
-        Record::Copy(_) => "copy",
-        Record::TimedCopy(_) => "timed_copy",
-        Record::CopyTime(_) => "copy_time",
-        Record::Cupti(_) => "cupti",
-        Record::UnifiedMemory(_) => "unified_memory",
-        Record::Sampling(_) => "sampling",
-        Record::Topology(_) => "topology",
-        Record::HeapStats(_) => "heap_stats",
-        Record::Counters(_) => "counters",
-        Record::NumaCall(_) => "numa_call",
-        Record::AllocCpu(_) => "alloc_cpu",
-        Record::Placement(_) => "placement",
-        Record::PyString(_) => "py_string",
-        Record::PyCode(_) => "py_code",
-        Record::Python(_) => "python",
-        Record::Rank(_) => "rank",
-        Record::Gpus(_) => "gpus",
-        Record::GpuSamples(_) => "gpu_samples",
-        Record::CounterSample(_) => "counter_sample",
-        Record::ThreadCpus(_) => "thread_cpus",
-        Record::FreeBack(_) => "free_back",
-        Record::Usable(_) => "usable",
-        Record::HeapTotals(_) => "heap_totals",
-        Record::Torch(_) => "torch",
-        Record::TorchOom(_) => "torch_oom",
-        Record::TorchState(_) => "torch_state",
-    }
-}
 
 /// Names a code object from the string table; one whose strings come later waits for the end.
 pub(super) fn define_code(r: &mut Replayed, c: PyCode) {

@@ -11,161 +11,25 @@
 use rustc_hash::FxHashMap as HashMap;
 use std::fs::File;
 use std::io::BufReader;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use std::sync::mpsc::{Receiver, SyncSender};
 
 use anyhow::{bail, Context, Result};
-use memshim_trace::{
-    Counter, End, Event, Header, Module, NumaCall, NumaNode, PyCode, PythonRuntime, RankInfo,
-    SymFrame, TraceReader,
-};
+use memshim_trace::{Event, TraceReader};
 
 mod apply;
 mod budget;
 mod frame_damage;
+mod replayed;
 
 pub use frame_damage::FrameDamage;
+pub use replayed::*;
 
-pub use apply::kind_name;
 use apply::{apply, define_code, prefetch, PREFETCH_AHEAD};
 
 use crate::analysis::fragmentation::Fragmentation;
 use crate::analysis::{device::Device, heap::Heap, mmap::Mappings, transfers::Transfers};
-
-/// A module as loaded, with when it was loaded and unloaded.
-#[derive(Clone, Debug)]
-pub struct LoadedModule {
-    /// What the shim recorded.
-    pub module: Module,
-    /// When it was unloaded, if it was.
-    pub unloaded_t: Option<u64>,
-}
-
-/// Everything one trace says, analysed.
-#[derive(Debug)]
-pub struct Replayed {
-    /// The trace file.
-    pub path: PathBuf,
-    /// The process header.
-    pub header: Header,
-    /// The orderly end, if the trace has one.
-    pub end: Option<End>,
-    /// True when the trace ends without its End record or with a torn frame.
-    pub truncated: bool,
-    /// True when it has no end because its writer is still running (see `live_writer`).
-    pub still_writing: bool,
-    /// Why reading stopped early, when a frame was corrupt.
-    pub corrupt: Option<String>,
-    /// Events the shim could not record.
-    pub dropped: u64,
-    /// The shim's notes.
-    pub notes: Vec<String>,
-    /// Time of the last event (clock ns).
-    pub last_t: u64,
-    /// Events by record kind.
-    pub counts: HashMap<&'static str, u64>,
-    /// Stack frames by id.
-    pub stacks: HashMap<u32, Vec<u64>>,
-    /// Loaded modules, in load order (the first [`MAX_MODULES`]).
-    pub modules: Vec<LoadedModule>,
-    /// What was left out at the bounds of `notes` and `modules`.
-    pub left_out: LeftOut,
-    /// In-process symbols by return address.
-    pub symbols: HashMap<u64, Vec<SymFrame>>,
-    /// The heap analysis.
-    pub heap: Heap,
-    /// The shim's counts of every heap call, when only sampled allocations were recorded.
-    pub heap_totals: Option<crate::analysis::heap_totals::Counted>,
-    /// The mapping analysis.
-    pub mmap: Mappings,
-    /// The CUDA memory analysis.
-    pub device: Device,
-    /// The copies.
-    pub transfers: Transfers,
-    /// PyTorch's caching allocator, from the inside.
-    pub torch: crate::analysis::torch::Torch,
-    /// Unified-memory activity from CUPTI.
-    pub unified: crate::analysis::unified::Unified,
-    /// The machine's NUMA nodes.
-    pub topology: Vec<NumaNode>,
-    /// Heap fragmentation from the C library's statistics.
-    pub fragmentation: Fragmentation,
-    /// Performance counters at the end.
-    pub counters: Vec<Counter>,
-    /// Placement and affinity calls, in order (the first `MAX_NUMA_CALLS`).
-    pub numa_calls: Vec<(u64, u32, NumaCall)>,
-    /// Bytes of the trace up to the end of its last complete frame (the file is longer when its last
-    /// frame is torn).
-    pub complete_bytes: u64,
-    /// Where its frames end, for appending to it.
-    pub resume: Option<memshim_trace::Resume>,
-    /// Frames read twice in the file (skipped), missing between others, and heap events left out
-    /// because their block was in a missing frame (see [`TraceReader::missing_frames`]).
-    pub frame_damage: FrameDamage,
-    /// The CPU each large block was allocated on, and when, until its placement is known.
-    pub alloc_cpu: HashMap<u64, (u32, u64)>,
-    /// Sampled placements of large blocks, with the allocating CPU, the block's stack and its memory
-    /// (heap, or pinned or registered host memory).
-    pub placements: Vec<SampledBlock>,
-    /// The performance counters' totals over time.
-    pub counter_series: crate::analysis::counters::CounterSeries,
-    /// The CPUs each program thread was seen on (machines with several NUMA nodes).
-    pub threads: crate::analysis::numa::Threads,
-    /// The last allocations, which date the large ones.
-    recent_allocs: crate::analysis::numa::RecentAllocs,
-    /// Events by record kind while reading (`counts` at the end).
-    kinds: crate::analysis::kinds::KindCounts,
-    /// The Python interpreter the process ran, if any.
-    pub python: Option<PythonRuntime>,
-    /// The process's rank in a distributed job, if it was one.
-    pub rank: Option<RankInfo>,
-    /// NVML's view of the GPUs.
-    pub gpus: crate::analysis::gpus::Gpus,
-    /// Python code objects by id, with their names resolved from the string table.
-    pub py_codes: HashMap<u32, PyFunction>,
-    /// Stack ids that share their Python frames with a smaller id, mapped to it (one site per
-    /// Python location).
-    pub py_groups: HashMap<u32, u32>,
-    /// The string table, until the code objects that use it are resolved.
-    py_strings: HashMap<u32, String>,
-    /// Code objects whose strings were not defined yet.
-    py_pending: Vec<PyCode>,
-}
-
-pub use crate::analysis::numa::{HostBlock, SampledBlock};
-
-impl Replayed {
-    /// Live host heap bytes over time: from every event, or with thin sampling from the shim's
-    /// counts (the sampled events alone would show only the sampled blocks).
-    pub fn host_live(&self) -> &crate::analysis::timeline::Series {
-        self.heap_totals
-            .as_ref()
-            .map_or(&self.heap.series, |c| &c.series)
-    }
-}
-
-/// A Python function (code object): what a Python frame names.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PyFunction {
-    pub name: String,
-    pub file: String,
-    pub first_line: u32,
-}
-
-/// Placement and affinity calls kept.
-pub const MAX_NUMA_CALLS: usize = 10_000;
-/// The shim's notes kept (it writes a handful; a damaged or crafted trace could hold millions).
-pub const MAX_NOTES: usize = 256;
-/// Loaded modules kept (a program that dlopens in a loop loads thousands).
-pub const MAX_MODULES: usize = 100_000;
-
-/// Records left out because a list reached its bound.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct LeftOut {
-    pub notes: u64,
-    pub modules: u64,
-}
 
 /// Reads and analyses the trace at `path`. A corrupt frame stops the replay but keeps what came
 /// before it (marked truncated, with the reason in `corrupt`); an unreadable header is an error.

@@ -1,14 +1,10 @@
 //! Builds the report model from replayed traces: orders processes, symbolizes the stacks of the sites
 //! shown, and turns nanoseconds into seconds. No analysis happens here beyond that.
-use rustc_hash::FxHashMap as HashMap;
 
 use memshim_trace::EndReason;
 
-use super::model::{
-    Estimate, FrameOut, HeapSummary, LeakClass, Leaks, Process, PythonOut, Report, Site, Timeline,
-    PEAK_SITES, SCHEMA,
-};
-use crate::analysis::{live_sites, SiteStats};
+use super::model::{HeapSummary, Leaks, Process, PythonOut, Report, Timeline, PEAK_SITES, SCHEMA};
+use super::sites::leak_class;
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
 
@@ -145,75 +141,6 @@ fn process(t: &Replayed) -> Process {
         counters: super::counters::counters(t),
         fragmentation: super::fragmentation::fragmentation(t),
     }
-}
-
-pub fn leak_class(
-    t: &Replayed,
-    sym: &mut Symbolizer,
-    sites: &HashMap<u32, SiteStats>,
-) -> LeakClass {
-    leak_class_grouped(t, sym, sites, &t.py_groups)
-}
-
-/// As [`leak_class`], with the stacks of each Python location grouped as `groups` says.
-pub fn leak_class_grouped(
-    t: &Replayed,
-    sym: &mut Symbolizer,
-    sites: &HashMap<u32, SiteStats>,
-    groups: &HashMap<u32, u32>,
-) -> LeakClass {
-    let sampled = t.heap.sample_bytes > 0;
-    let sites = &crate::analysis::python_sites::regroup(sites, groups);
-    let list: Vec<Site> = live_sites(sites)
-        .into_iter()
-        .map(|(id, s)| {
-            let frames = frames(t, sym, id);
-            Site {
-                owner: super::owner::owner(&frames),
-                bytes: s.live_bytes,
-                count: s.live_count,
-                allocations: s.allocations,
-                allocated_bytes: s.allocated_bytes,
-                estimated: sampled.then(|| Estimate {
-                    bytes: s.est_live_bytes.round().max(0.0) as u64,
-                    count: s.est_live_count.round().max(0.0) as u64,
-                }),
-                frames,
-            }
-        })
-        .collect();
-    let unsampled = sites.get(&memshim_trace::UNSAMPLED);
-    let unsampled_bytes = unsampled.map_or(0, |s| s.live_bytes);
-    let unsampled_count = unsampled.map_or(0, |s| s.live_count);
-    let driver = || list.iter().filter(|s| s.owner == "cuda_driver");
-    LeakClass {
-        bytes: list.iter().map(|s| s.bytes).sum::<u64>() + unsampled_bytes,
-        count: list.iter().map(|s| s.count).sum::<u64>() + unsampled_count,
-        driver_bytes: driver().map(|s| s.bytes).sum(),
-        driver_count: driver().map(|s| s.count).sum(),
-        unsampled_bytes,
-        unsampled_count,
-        sites: list,
-    }
-}
-
-pub fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
-    let Some(addrs) = t.stacks.get(&stack) else {
-        return Vec::new();
-    };
-    addrs
-        .iter()
-        .flat_map(|&a| sym.frames(t, a))
-        .map(|f| FrameOut {
-            kind: if f.python { "python" } else { "native" },
-            function: f.function,
-            file: f.file,
-            line: f.line,
-            module: f.module,
-            address: format!("{:#x}", f.address),
-            main_thread: f.lent,
-        })
-        .collect()
 }
 
 /// A series with times in seconds since the process started.

@@ -1,16 +1,16 @@
 //! The device section of the report: CUDA memory kinds, GPUs, failures and findings.
 use memshim_trace::{CudaApi, DeviceMemory};
 
-use super::build::{frames, leak_class};
 use super::model::{
     DeviceRow, DeviceSection, FailureOut, Finding, KindRow, LeakClass, ManagedHints, OwnerRow,
     SizeBucket,
 };
+use super::sites::{frames, leak_class};
 use crate::analysis::device::{CUDA_ERROR_OUT_OF_MEMORY, DEVICE_SIZE_BUCKETS};
 use crate::analysis::merge_sites;
-use crate::render::human_bytes;
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
+use crate::units::human_bytes;
 
 /// The leak classes of CUDA memory: device (with physical), managed, pinned, registered.
 pub fn leaks(t: &Replayed, sym: &mut Symbolizer) -> [LeakClass; 4] {

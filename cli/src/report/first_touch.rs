@@ -7,9 +7,9 @@
 use memshim_trace::{NumaCall, NumaFn};
 
 use super::model::{Finding, NumaCallOut, PlacementOut};
-use super::system::program_site;
-use crate::render::human_bytes;
+use super::sites::program_site;
 use crate::replay::SampledBlock;
+use crate::units::human_bytes;
 
 /// The remote block's cause: "placement_call" with the index of the call in `calls`, or
 /// "first_touch".

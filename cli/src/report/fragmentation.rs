@@ -1,8 +1,8 @@
 //! The fragmentation section: the most free memory the C library's heap held and could not return,
 //! and the allocation size classes whose frees left those holes (`analysis::holes`).
 use super::model::{Finding, FragmentationSection, SizeClassOut};
-use crate::render::human_bytes;
 use crate::replay::Replayed;
+use crate::units::human_bytes;
 
 /// The fragmentation section.
 pub fn fragmentation(t: &Replayed) -> FragmentationSection {

@@ -1,8 +1,8 @@
 //! The GPUs as NVML saw them, beside what the shim accounted: the memory the driver counted for the
 //! process that no recorded call explains, and PCIe throughput on the copy-bandwidth timeline.
 use super::model::{BandwidthSeries, Finding, GpuOut};
-use crate::render::human_bytes;
 use crate::replay::Replayed;
+use crate::units::human_bytes;
 
 /// Memory the driver counts beyond the shim's own accounting is a finding from this much on (the CUDA
 /// context alone is a few hundred MiB, so smaller gaps are noise).

@@ -1,14 +1,14 @@
 //! The growth section: sites whose live memory kept climbing, host and device.
 use memshim_trace::DeviceMemory;
 
-use super::build::frames;
 use super::model::{Finding, GrowthSection, GrowthSite};
+use super::sites::frames;
 use crate::analysis::growth::{growing, Growing};
 use crate::analysis::merge_sites;
 use crate::analysis::python_sites::regroup;
-use crate::render::human_bytes;
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
+use crate::units::human_bytes;
 
 /// Host sites below this never count as growing.
 const HOST_MIN_BYTES: u64 = 64 << 10;

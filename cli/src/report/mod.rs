@@ -15,6 +15,7 @@ pub mod numa_threads;
 pub mod owner;
 pub mod ranks;
 pub mod redact;
+pub mod sites;
 pub mod system;
 pub mod torch;
 pub mod transfers;

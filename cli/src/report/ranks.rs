@@ -1,8 +1,8 @@
 //! Processes in a job: what each one is (its role) and, for a distributed job, the ranks side by side
 //! with where they differ.
 use super::model::{Finding, Process, RankOut, RankRow, RanksSection};
-use crate::render::human_bytes;
 use crate::replay::Replayed;
+use crate::units::human_bytes;
 
 /// A rank's peak or total must differ from the smallest by this factor, and by [`MIN_GAP`], to be
 /// called an imbalance.

@@ -3,13 +3,11 @@
 //! blocks in `first_touch`).
 use memshim_trace::NumaFn;
 
-use super::build::frames;
-use super::model::{
-    Finding, FrameOut, NodeBytes, NumaCallOut, NumaNodeOut, NumaSection, PlacementOut,
-};
-use crate::render::human_bytes;
+use super::model::{Finding, NodeBytes, NumaCallOut, NumaNodeOut, NumaSection, PlacementOut};
+use super::sites::{frames, program_site};
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
+use crate::units::human_bytes;
 
 /// The memory policy's name.
 fn policy_name(mode: i32) -> Option<String> {
@@ -191,23 +189,6 @@ fn remote_memory(placements: &[PlacementOut]) -> Option<Finding> {
     })
 }
 
-/// The program's own frame of a stack as "function (file:line)", or the function alone without a line.
-pub(super) fn program_site(frames: &[FrameOut]) -> Option<String> {
-    let func = crate::report::owner::first_program_function(frames)?;
-    let frame = frames
-        .iter()
-        .find(|f| f.function.as_deref() == Some(func))?;
-    Some(match (&frame.file, frame.line) {
-        (Some(file), Some(line)) => {
-            format!(
-                "{func} ({}:{line})",
-                file.rsplit('/').next().unwrap_or(file)
-            )
-        }
-        _ => func.to_string(),
-    })
-}
-
 /// Pinned or registered buffers mostly on another node than the GPUs' (when NVML placed every GPU on
 /// one node): each copy from them crosses the socket interconnect.
 fn pinned_away_from_gpu(placements: &[PlacementOut], gpu_nodes: &[i32]) -> Option<Finding> {
@@ -241,6 +222,7 @@ fn pinned_away_from_gpu(placements: &[PlacementOut], gpu_nodes: &[i32]) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::model::FrameOut;
 
     fn block(memory: &'static str, bytes: u64, nodes: Vec<(u32, u32)>) -> PlacementOut {
         PlacementOut {

@@ -2,17 +2,17 @@
 //! holds them, reserved against allocated per GPU, and a verdict on every out-of-memory error.
 use rustc_hash::FxHashMap as HashMap;
 
-use super::build::{frames, leak_class_grouped};
 use super::model::{
     Finding, GrowthSite, ReleasedGrowth, Site, TorchDeviceOut, TorchOomOut, TorchSection,
 };
+use super::sites::{frames, leak_class_grouped};
 use crate::analysis::growth::growing;
 use crate::analysis::python_sites::{groups_by_weight, regroup};
 use crate::analysis::torch::{verdict, OomAt, TorchDevice, Verdict};
 use crate::analysis::{merge_sites, SiteStats};
-use crate::render::human_bytes;
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
+use crate::units::human_bytes;
 
 /// Sites kept for each picture (the peak, each OOM).
 const SITES: usize = 20;

@@ -1,13 +1,13 @@
 //! The transfers section: copies by direction and host memory, their sites, sizes and findings.
-use super::build::frames;
 use super::model::{
     BandwidthSeries, Finding, SizeBucket, TransferRow, TransferSite, TransfersSection,
 };
 use super::owner::first_program_function;
+use super::sites::frames;
 use crate::analysis::transfers::{Direction, HostMemory, Totals, SIZE_BUCKETS};
-use crate::render::human_bytes;
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
+use crate::units::human_bytes;
 
 /// Sites listed.
 const MAX_SITES: usize = 50;

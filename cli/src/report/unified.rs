@@ -1,11 +1,11 @@
 //! The unified-memory part of the device section: what CUPTI's counters saw of managed memory, by
 //! allocation site, and the finding that says what it costs and what to do.
-use super::build::frames;
 use super::model::{DeviceSection, Finding, UnifiedMemoryOut, UnifiedSite};
+use super::sites::frames;
 use crate::analysis::unified::*;
-use crate::render::human_bytes;
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
+use crate::units::human_bytes;
 
 /// Sites listed.
 const MAX_SITES: usize = 20;

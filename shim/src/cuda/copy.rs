@@ -19,7 +19,7 @@ use memshim_trace::CopyApi as C;
 use super::events;
 use super::record::copy;
 use super::CUresult;
-use crate::clock;
+use crate::sys::clock;
 
 type Ptr = *mut c_void;
 type CPtr = *const c_void;

@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use memshim_trace::{CuptiState, Record, UmCounter};
 
-use crate::msg::Msg;
-use crate::{guard, real, session};
+use crate::record::msg::Msg;
+use crate::{channel, record::guard, sys::real};
 
 const ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER: u32 = 25;
 const SCOPE_PROCESS_ALL_DEVICES: u32 = 2;
@@ -86,12 +86,12 @@ pub fn start(lib: Option<&str>) {
         },
     };
     if !state.enabled {
-        session::warn(&format!(
+        channel::warn(&format!(
             "CUPTI unified-memory counters are off: {}",
             state.detail
         ));
     }
-    session::send(Msg::Record(Record::Cupti(state)));
+    channel::send(Msg::Record(Record::Cupti(state)));
 }
 
 /// Hands CUPTI's completed buffers to the callback (forced at the end, so partly filled ones too).
@@ -187,8 +187,8 @@ fn enable(lib: Option<&str>) -> Result<String, String> {
 
 fn open(lib: Option<&str>) -> Result<(*mut c_void, String), String> {
     let try_open = |name: &CStr| {
-        // SAFETY: a NUL-terminated path; RTLD_LOCAL keeps CUPTI's symbols out of the program's way.
-        let h = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        // RTLD_LOCAL keeps CUPTI's symbols out of the program's way.
+        let h = real::dlopen(name, libc::RTLD_NOW | libc::RTLD_LOCAL);
         (!h.is_null()).then(|| (h, name.to_string_lossy().into_owned()))
     };
     if let Some(path) = lib.filter(|p| !p.is_empty()) {
@@ -237,7 +237,7 @@ extern "C" fn buffer_completed(
     let guard = guard::enter();
     let counters = sum(buffer, valid);
     if !counters.is_empty() {
-        session::send(Msg::Record(Record::UnifiedMemory(counters)));
+        channel::send(Msg::Record(Record::UnifiedMemory(counters)));
     }
     drop(guard);
     real::munmap(buffer.cast(), BUFFER_BYTES);

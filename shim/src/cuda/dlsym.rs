@@ -14,7 +14,7 @@ use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::real;
+use crate::sys::real;
 
 /// Where the trampoline jumps for every name the shim does not wrap.
 static REAL_DLSYM_TARGET: AtomicUsize = AtomicUsize::new(0);
@@ -30,13 +30,13 @@ extern "C" fn filter(handle: *mut c_void, name: *const c_char) -> *mut c_void {
     // SAFETY: dlsym's contract: `name` is a NUL-terminated string. Checking two bytes first keeps
     // every other lookup cheap.
     let bytes = unsafe { CStr::from_ptr(name) }.to_bytes();
-    if !bytes.starts_with(b"cu") || !crate::session::cuda_enabled() {
+    if !bytes.starts_with(b"cu") || !crate::channel::cuda_enabled() {
         return std::ptr::null_mut();
     }
     let Ok(name) = std::str::from_utf8(bytes) else {
         return std::ptr::null_mut();
     };
-    let _g = crate::guard::enter();
+    let _g = crate::record::guard::enter();
     catch_unwind(AssertUnwindSafe(|| {
         super::table::dlsym_wrapper(handle, name)
     }))

@@ -9,7 +9,7 @@
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::real;
+use crate::sys::real;
 
 const UNRESOLVED: usize = 0;
 const UNAVAILABLE: usize = 1;
@@ -59,13 +59,8 @@ pub fn lookup(name: &CStr) -> Option<usize> {
     let mut p = real::dlsym(libc::RTLD_NEXT, name);
     if p.is_null() {
         // libcudart loads libcuda with RTLD_LOCAL: ask it by handle, without loading anything new.
-        // SAFETY: a NUL-terminated name; RTLD_NOLOAD never loads a library.
-        let h: *mut c_void = unsafe {
-            libc::dlopen(
-                c"libcuda.so.1".as_ptr(),
-                libc::RTLD_LAZY | libc::RTLD_NOLOAD,
-            )
-        };
+        // RTLD_NOLOAD never loads a library.
+        let h: *mut c_void = real::dlopen(c"libcuda.so.1", libc::RTLD_LAZY | libc::RTLD_NOLOAD);
         if !h.is_null() {
             p = real::dlsym(h, name);
         }

@@ -170,7 +170,7 @@ pub struct Timed {
 /// Before an asynchronous copy of `size` bytes on `stream`: records the first event, or gives
 /// `None` (not timed) when the copy is small, a capture is underway, or the pool is busy.
 pub fn before(size: u64, stream: Stream, ptsz: bool) -> Option<Started> {
-    let min = crate::session::config()?.copy_event_bytes;
+    let min = crate::channel::config()?.copy_event_bytes;
     if min == 0 || size < min {
         return None;
     }

@@ -18,7 +18,7 @@
 macro_rules! wrapper {
     ($name:ident ( $($arg:ident : $ty:ty),* ) |$call:ident| $body:block) => {
         wrapper!(@define $name ($($arg: $ty),*) |$call| {
-            let Some(_guard) = crate::guard::enter() else { return $call() };
+            let Some(_guard) = crate::record::guard::enter() else { return $call() };
             $body
         });
     };
@@ -33,7 +33,7 @@ macro_rules! wrapper {
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> $crate::cuda::CUresult {
             let name = concat!(stringify!($name), "\0");
-            let Some(real) = $crate::cuda::table::real_for(&$name::REAL, name) else {
+            let Some(real) = $crate::cuda::slot::real_for(&$name::REAL, name) else {
                 return $crate::cuda::CUDA_ERROR_NOT_INITIALIZED;
             };
             // The real call's result, once made: a panic in the recording after it must not make
@@ -54,7 +54,7 @@ macro_rules! wrapper {
             match std::panic::catch_unwind(body) {
                 Ok(r) => r,
                 Err(_) => {
-                    $crate::session::fail("internal error in a CUDA wrapper");
+                    $crate::channel::fail("internal error in a CUDA wrapper");
                     made.get().unwrap_or_else(real_call)
                 }
             }
@@ -72,6 +72,7 @@ pub mod lifecycle;
 pub mod poller;
 pub mod record;
 pub mod shape;
+pub mod slot;
 pub mod table;
 
 /// `CUresult`.

@@ -7,9 +7,9 @@ use std::time::Duration;
 use crossbeam_channel::Sender;
 
 use super::events;
-use crate::msg::Msg;
+use crate::record::msg::Msg;
 use crate::sys;
-use crate::threads::send_unparked;
+use crate::sys::threads::send_unparked;
 
 /// How long to wait between rounds while copies are in flight, and while none are.
 const BUSY: Duration = Duration::from_millis(1);
@@ -17,7 +17,7 @@ const IDLE: Duration = Duration::from_millis(10);
 
 /// Starts the poller thread for the process `pid`.
 pub fn spawn(tx: Sender<Msg>, pid: u32) -> io::Result<()> {
-    crate::threads::spawn(c"memshim-events", move || loop {
+    crate::sys::threads::spawn(c"memshim-events", move || loop {
         let mut open = true;
         let in_flight = events::poll(|r| open &= send_unparked(&tx, Msg::Record(r)));
         if !open || sys::getpid() != pid {

@@ -7,8 +7,8 @@ use memshim_trace::{
 };
 
 use super::driver::DriverFn;
-use crate::recorder::{record_guarded, send_stacked};
-use crate::{clock, session};
+use crate::record::recorder::{record_guarded, send_stacked};
+use crate::{channel, sys::clock};
 
 fn send(record: Record, with_stack: bool) {
     send_at(None, record, with_stack);
@@ -26,7 +26,7 @@ fn send_at(at: Option<u64>, record: Record, with_stack: bool) {
     if !USED.load(Ordering::Relaxed) {
         USED.store(true, Ordering::Relaxed);
     }
-    record_guarded(session::cuda_active, || {
+    record_guarded(channel::cuda_active, || {
         send_stacked(at.unwrap_or_else(clock::monotonic_ns), record, with_stack);
     });
 }

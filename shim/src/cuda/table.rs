@@ -10,10 +10,11 @@
 #![allow(unsafe_code)]
 
 use std::ffi::{c_char, c_int, c_ulonglong, c_void, CStr};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 
+use super::slot::claim;
 use super::{api, copy, lifecycle};
-use crate::{real, stacks};
+use crate::{record::stacks, sys::real};
 
 /// `CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM`.
 const PER_THREAD_DEFAULT_STREAM: c_ulonglong = 2;
@@ -174,33 +175,6 @@ static ENTRIES: &[Entry] = &[
     entry!(cuGetProcAddress, "cuGetProcAddress", 11030, 12000, false),
     entry!(cuGetProcAddress_v2, "cuGetProcAddress", 12000),
 ];
-
-/// The real function for a wrapper's slot; for `-lcuda` programs it is looked up on first use: in
-/// the libraries after the shim, else in a driver loaded out of the global scope (libcudart loads
-/// libcuda with `RTLD_LOCAL`, and a driver may call its own exports through the global scope, which
-/// reaches the shim's wrapper first).
-#[inline]
-pub fn real_for(slot: &AtomicUsize, export_nul: &str) -> Option<usize> {
-    match slot.load(Ordering::Acquire) {
-        0 => {
-            let name = CStr::from_bytes_with_nul(export_nul.as_bytes()).ok()?;
-            let p = super::driver::lookup(name).unwrap_or(0);
-            claim(slot, p).then_some(p)
-        }
-        a => Some(a),
-    }
-}
-
-/// Stores `p` in `slot` unless it is null, the shim's own code, or a different pointer is there.
-fn claim(slot: &AtomicUsize, p: usize) -> bool {
-    if p == 0 || stacks::in_self(p) {
-        return false;
-    }
-    match slot.compare_exchange(0, p, Ordering::AcqRel, Ordering::Acquire) {
-        Ok(_) => true,
-        Err(existing) => existing == p,
-    }
-}
 
 /// `dlsym` of a wrapped export: the wrapper, or `None` to let the real `dlsym` answer.
 pub fn dlsym_wrapper(handle: *mut c_void, name: &str) -> Option<*mut c_void> {

@@ -12,7 +12,7 @@
 //! (the unused ones are whatever the registers held, and the real `syscall` ignores them too).
 use std::ffi::{c_int, c_long, c_void};
 
-use crate::real::{self, CloneFn};
+use crate::sys::real::{self, CloneFn};
 
 const CLONE_VM: u64 = libc::CLONE_VM as u64;
 
@@ -33,14 +33,14 @@ pub extern "C" fn syscall(
     a5: c_long,
 ) -> c_long {
     match n {
-        libc::SYS_close => crate::owned_fds::released(a0 as c_int, a0 as c_int),
+        libc::SYS_close => crate::sys::owned_fds::released(a0 as c_int, a0 as c_int),
         // A new disposition set behind `sigaction`'s back: the shim's handler is gone.
         libc::SYS_rt_sigaction if a1 != 0 => crate::crash::step_aside(a0 as c_int),
         libc::SYS_dup2 | libc::SYS_dup3 if a0 != a1 => {
-            crate::owned_fds::released(a1 as c_int, a1 as c_int)
+            crate::sys::owned_fds::released(a1 as c_int, a1 as c_int)
         }
         libc::SYS_close_range if a2 as u32 & libc::CLOSE_RANGE_CLOEXEC == 0 => {
-            crate::owned_fds::released(
+            crate::sys::owned_fds::released(
                 (a0 as u32).min(i32::MAX as u32) as c_int,
                 (a1 as u32).min(i32::MAX as u32) as c_int,
             )
@@ -87,9 +87,11 @@ extern "C" fn start_child(p: *mut c_void) -> c_int {
     // glibc's clone ends this thread alone (SYS_exit), which ends a process of one thread; the
     // shim's helpers would keep it alive, so when they are all that is left, the trace is closed
     // and the process ends with the same status.
-    if crate::threads::caller_alone() {
-        crate::recorder::lifecycle(|| crate::session::finish(memshim_trace::EndReason::Exit));
-        crate::threads::exit_group(status);
+    if crate::sys::threads::caller_alone() {
+        crate::record::recorder::lifecycle(|| {
+            crate::session::finish(memshim_trace::EndReason::Exit)
+        });
+        crate::sys::threads::exit_group(status);
     }
     status
 }

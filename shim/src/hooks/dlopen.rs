@@ -15,7 +15,7 @@
 use std::ffi::{c_char, c_int, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::real;
+use crate::sys::real;
 
 /// Where the trampoline jumps: glibc's `dlopen`.
 static REAL_DLOPEN_TARGET: AtomicUsize = AtomicUsize::new(0);
@@ -30,8 +30,8 @@ extern "C" fn note(file: *const c_char, mode: c_int) {
     }
     // SAFETY: dlopen's contract: a non-null `file` is a NUL-terminated string.
     let name = unsafe { CStr::from_ptr(file) };
-    crate::recorder::lifecycle(|| {
-        crate::session::note(&format!(
+    crate::record::recorder::lifecycle(|| {
+        crate::channel::note(&format!(
             "{} was opened with RTLD_DEEPBIND: its own calls to malloc and free go to the C library past memshim, so its allocations are not in this trace",
             name.to_string_lossy()
         ))

@@ -50,7 +50,7 @@ unsafe extern "C" fn gather(path: Arg, regs: *const Arg, stack: *const Arg, kind
             crate::sys::set_errno(libc::E2BIG);
             return -1;
         };
-        let p = crate::real::malloc(bytes) as *mut Arg;
+        let p = crate::sys::real::malloc(bytes) as *mut Arg;
         if p.is_null() {
             crate::sys::set_errno(libc::ENOMEM);
             return -1;
@@ -72,7 +72,7 @@ unsafe extern "C" fn gather(path: Arg, regs: *const Arg, stack: *const Arg, kind
     };
     if n > ON_STACK {
         let saved = crate::sys::errno();
-        crate::real::free(heap.cast());
+        crate::sys::real::free(heap.cast());
         crate::sys::set_errno(saved);
     }
     r

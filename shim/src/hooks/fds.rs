@@ -2,7 +2,7 @@
 //! which descriptors the program takes back, then make the real call unchanged.
 use std::ffi::{c_int, c_uint};
 
-use crate::{owned_fds, real};
+use crate::{sys::owned_fds, sys::real};
 
 /// `close`.
 #[no_mangle]

@@ -8,8 +8,8 @@ use std::ffi::{c_int, c_void};
 
 use memshim_trace::AllocFn;
 
-use crate::recorder::HeapCall;
-use crate::{own_heap, real, recorder};
+use crate::record::recorder::{self, HeapCall};
+use crate::sys::{own_heap, real};
 
 /// `malloc`.
 #[no_mangle]
@@ -89,7 +89,7 @@ pub extern "C" fn reallocarray(p: *mut c_void, n: usize, size: usize) -> *mut c_
 }
 
 fn finish_realloc(
-    g: &crate::guard::Guard,
+    g: &crate::record::guard::Guard,
     func: AllocFn,
     old: *mut c_void,
     new: *mut c_void,

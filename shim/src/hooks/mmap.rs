@@ -4,7 +4,7 @@ use std::ffi::{c_int, c_void};
 
 use memshim_trace::MapFn;
 
-use crate::{real, recorder};
+use crate::{record::recorder, sys::real};
 
 fn record_map(func: MapFn, p: *mut c_void, len: usize, prot: c_int, flags: c_int) {
     if p != libc::MAP_FAILED && flags & libc::MAP_ANONYMOUS != 0 {

@@ -8,7 +8,7 @@ use std::ffi::{c_int, c_long, c_uint, c_ulong, c_void};
 
 use memshim_trace::NumaFn;
 
-use crate::{real, recorder};
+use crate::{record::recorder, sys::real};
 
 /// Masks longer than this many bits are read only this far (1024 nodes or CPUs).
 const MAX_BITS: usize = 1024;

@@ -5,7 +5,7 @@ use std::ffi::{c_char, c_int};
 
 use memshim_trace::EndReason;
 
-use crate::{real, recorder, session};
+use crate::{record::recorder, session, sys::real};
 
 type Argv = *const *const c_char;
 

@@ -2,7 +2,7 @@
 //! `crash`), the program's own call takes that place back, and a query answers "default".
 use std::ffi::c_int;
 
-use crate::{crash, real};
+use crate::{crash, sys::real};
 
 /// `sigaction`.
 ///

@@ -6,12 +6,12 @@
 //! every read goes through the kernel (`Checked`: a freed frame gives an error, never a fault) and no
 //! CPython function is called. Lines come from decoding the code object's line table here (3.11+);
 //! before 3.11 a lent frame gets its function's first line.
+use super::codes;
 use super::layout::{Layout, BYTES_DATA, BYTES_SIZE};
 use super::linetable::line_at;
 use super::memory::{Checked, Memory};
 use super::runtime::Runtime;
-use super::walk::{walk, Step};
-use super::{codes, MAX_PY_FRAMES};
+use super::walk::{walk, Step, MAX_PY_FRAMES};
 use memshim_trace::FrameRef;
 
 /// Most threads followed to find the main one.

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::layout::{Layout, OB_TYPE, STR_LENGTH, STR_STATE};
 use super::memory::Memory;
-use crate::msg::{Msg, PyCodeMsg};
+use crate::record::msg::{Msg, PyCodeMsg};
 
 const CODE_SLOTS: usize = 1 << 16;
 const LINE_SLOTS: usize = 1 << 13;
@@ -85,7 +85,7 @@ fn name(
         let obj = mem.word(code + off).unwrap_or(0);
         read_str(mem, l, unicode_type, obj).unwrap_or_else(|| "?".into())
     };
-    crate::session::send(Msg::PyCode(Box::new(PyCodeMsg {
+    crate::channel::send(Msg::PyCode(Box::new(PyCodeMsg {
         id,
         name: text(l.code_name),
         file: text(l.code_filename),

@@ -37,8 +37,7 @@ use memory::{Checked, Direct, Memory};
 use runtime::{Found, Runtime};
 use walk::{walk, Step};
 
-/// Most Python frames added to one stack.
-pub const MAX_PY_FRAMES: usize = 128;
+pub use walk::MAX_PY_FRAMES;
 
 const ABSENT: u8 = 0;
 const UNVERIFIED: u8 = 1;
@@ -255,7 +254,9 @@ fn verify() -> bool {
             ),
         });
         if let Some(p) = p {
-            crate::session::send(crate::msg::Msg::Record(memshim_trace::Record::Python(p)));
+            crate::channel::send(crate::record::msg::Msg::Record(
+                memshim_trace::Record::Python(p),
+            ));
         }
     }
     next == ON

@@ -9,7 +9,7 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 use memshim_trace::Module;
 
 use super::layout::{self, Layout};
-use crate::real;
+use crate::sys::real;
 
 /// `PyGILState_GetThisThreadState`: the calling thread's state, whether or not it holds the GIL.
 type ThisThreadState = unsafe extern "C" fn() -> *mut c_void;
@@ -56,9 +56,9 @@ pub fn find(modules: &[Module]) -> Found {
         let name = m.path.rsplit('/').next().unwrap_or("");
         if name.starts_with("libpython3") {
             if let Ok(path) = std::ffi::CString::new(m.path.as_str()) {
-                // SAFETY: `path` is NUL-terminated; RTLD_NOLOAD only returns an already loaded object
+                // RTLD_NOLOAD only returns an already loaded object
                 // (and keeps it loaded, which the function pointers below rely on).
-                let h = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
+                let h = real::dlopen(&path, libc::RTLD_NOLOAD | libc::RTLD_LAZY);
                 if !h.is_null() {
                     handles.push(h);
                 }

@@ -11,6 +11,9 @@ use super::memory::Memory;
 /// Most frames followed per walk (a runaway chain is cut, not followed).
 pub const MAX_WALK: usize = 256;
 
+/// Most Python frames added to one stack.
+pub const MAX_PY_FRAMES: usize = 128;
+
 /// What the walk meets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {

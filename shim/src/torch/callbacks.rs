@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use memshim_trace::{Record, TorchAction, TorchEvent, TorchOom};
 
 use super::layout::{action_index, Layout};
-use crate::recorder::{record_guarded, send_stacked};
-use crate::{clock, guard, session};
+use crate::record::recorder::{record_guarded, send_stacked};
+use crate::{channel, record::guard, sys::clock};
 
 /// libstdc++'s `std::function`, as it lies in memory.
 #[repr(C)]
@@ -94,7 +94,7 @@ fn layout() -> Option<&'static Layout> {
 /// Runs `f` inside the guard, errno kept and panics contained, if CUDA recording is on.
 fn record(f: impl FnOnce()) {
     let Some(_g) = guard::enter() else { return };
-    record_guarded(session::cuda_active, f);
+    record_guarded(channel::cuda_active, f);
 }
 
 const ACTIONS: [TorchAction; 8] = [

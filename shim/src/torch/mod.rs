@@ -31,8 +31,8 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 use memshim_trace::{Record, Segment, TorchState};
 
-use crate::msg::Msg;
-use crate::{modules, session};
+use crate::record::msg::Msg;
+use crate::{channel, probes::modules};
 
 const IDLE: u8 = 0;
 const BUSY: u8 = 1;
@@ -57,9 +57,9 @@ pub fn on_driver_alloc() {
         Attempt::Later => IDLE,
         Attempt::Decided(state) => {
             if !state.enabled && !state.version.is_empty() {
-                session::warn(&format!("PyTorch's allocator: {}", state.detail));
+                channel::warn(&format!("PyTorch's allocator: {}", state.detail));
             }
-            session::send(Msg::Record(Record::TorchState(Box::new(state))));
+            channel::send(Msg::Record(Record::TorchState(Box::new(state))));
             DONE
         }
     };
@@ -94,7 +94,7 @@ fn attempt() -> Attempt {
         SEARCHED_AT.store(stamp, Ordering::Relaxed);
         return Attempt::Later;
     };
-    if session::config().is_some_and(|c| !c.torch) {
+    if channel::config().is_some_and(|c| !c.torch) {
         return off(
             "",
             "",
@@ -150,13 +150,13 @@ fn install(path: &str, segments: &[Segment], version: &str, l: &'static layout::
             format!("driver level only, because the path {path} holds a NUL"),
         );
     };
-    // SAFETY: RTLD_NOLOAD only finds a library already loaded; the reference we take keeps it
+    // RTLD_NOLOAD only finds a library already loaded; the reference we take keeps it
     // loaded for as long as our callbacks live inside its allocator.
-    let handle = unsafe { libc::dlopen(cpath.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
+    let handle = crate::sys::real::dlopen(&cpath, libc::RTLD_NOLOAD | libc::RTLD_LAZY);
     if handle.is_null() {
         return Attempt::Later;
     }
-    let slot = crate::real::dlsym(handle, layout::ALLOCATOR_SYMBOL) as usize;
+    let slot = crate::sys::real::dlsym(handle, layout::ALLOCATOR_SYMBOL) as usize;
     if slot == 0 || !inside(segments, slot, 8, false) {
         return off(version, "", format!("driver level only, because {path} exports no c10::cuda::CUDACachingAllocator::allocator"));
     }

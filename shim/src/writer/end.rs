@@ -8,8 +8,8 @@ use crossbeam_channel::TryRecvError;
 use memshim_trace::{End, EndReason, Event, Note, Record};
 
 use super::Writer;
-use crate::msg::Msg;
-use crate::{clock, session, symbolize};
+use crate::record::msg::Msg;
+use crate::{channel, sys::clock, writer::symbolize};
 
 /// Time allowed for in-process symbolization at exit.
 const SYMBOLIZE_BUDGET: Duration = Duration::from_secs(3);
@@ -20,12 +20,12 @@ impl Writer {
         let result = self.drain_and_end(reason);
         let lost = self.out.get_mut().finish_pending();
         match (result, lost) {
-            (Ok(()), None) => session::say(&format!(
+            (Ok(()), None) => channel::say(&format!(
                 "trace written to {}; report it with: memshim report {}",
                 self.path.display(),
                 self.path.display()
             )),
-            (Ok(()), Some((n, e))) => session::warn(&format!(
+            (Ok(()), Some((n, e))) => channel::warn(&format!(
                 "trace written to {} without {n} bytes of its frames ({e}); the report says which are missing",
                 self.path.display()
             )),
@@ -44,7 +44,7 @@ impl Writer {
                         let _ = ack.try_send(());
                     }
                     // Out of memory, what waits is dropped (counted): recording it would need more.
-                    Ok(_) if matches!(reason, EndReason::Failure) => session::count_dropped(1),
+                    Ok(_) if matches!(reason, EndReason::Failure) => channel::count_dropped(1),
                     Ok(msg) => {
                         self.handle(msg)?;
                     }
@@ -98,7 +98,7 @@ impl Writer {
             tid: 0,
             record: Record::End(End {
                 reason,
-                dropped_events: session::dropped(),
+                dropped_events: channel::dropped(),
             }),
         })?;
         self.out.flush_frame()
@@ -119,7 +119,7 @@ impl Writer {
             Ok(()) => self.close(EndReason::Failure),
             Err(e) => return self.fail(&e),
         }
-        session::warn(&format!(
+        channel::warn(&format!(
             "no memory left for the shim (address-space limit); the trace {} ends here, the program continues",
             self.path.display()
         ));
@@ -128,7 +128,7 @@ impl Writer {
     /// Gives up after a write error: the trace so far is kept, the program goes on untraced.
     pub(super) fn fail(&mut self, e: &io::Error) {
         self.rx = None;
-        session::fail(&format!(
+        channel::fail(&format!(
             "cannot write the trace file {} (pid {}): {e}",
             self.path.display(),
             self.pid

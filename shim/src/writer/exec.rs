@@ -6,45 +6,36 @@
 //! before.
 use std::time::Duration;
 
+use super::output::FileMark;
 use super::Writer;
-use crate::output::FileMark;
-use crate::session::{self, ExecOutcome};
-
-/// The trace just before its end record: the file's end and the next frame's number.
-#[derive(Clone, Copy)]
-pub(super) struct Mark {
-    file: FileMark,
-    frame: u64,
-}
+use crate::channel::{self, ExecOutcome};
 
 impl Writer {
-    pub(super) fn mark(&self) -> Mark {
-        Mark {
-            file: self.out.get_ref().mark(),
-            frame: self.out.next_frame(),
-        }
+    /// The trace just before its end record: the file's end and the next frame's number.
+    pub(super) fn mark(&self) -> (FileMark, u64) {
+        (self.out.get_ref().mark(), self.out.next_frame())
     }
 
     /// After the end written at an exec: waits for the exec's outcome; true when it failed and the
     /// trace goes on (the end cut off, the queue kept).
     pub(super) fn resume_after_failed_exec(&mut self) -> bool {
         loop {
-            match session::exec_outcome() {
+            match channel::exec_outcome() {
                 ExecOutcome::Trying => std::thread::sleep(Duration::from_millis(1)),
                 ExecOutcome::Failed => break,
                 ExecOutcome::None => return false,
             }
         }
-        let Some(mark) = self.exec_mark.take() else {
-            session::exec_resumed(false);
+        let Some((file, frame)) = self.exec_mark.take() else {
+            channel::exec_resumed(false);
             return false;
         };
-        if self.rx.is_none() || self.out.get_mut().cut_back(mark.file).is_err() {
-            session::exec_resumed(false);
+        if self.rx.is_none() || self.out.get_mut().cut_back(file).is_err() {
+            channel::exec_resumed(false);
             return false;
         }
-        self.out.take_back_frames(mark.frame);
-        session::exec_resumed(true);
+        self.out.take_back_frames(frame);
+        channel::exec_resumed(true);
         true
     }
 }

@@ -22,15 +22,18 @@ use memshim_trace::{
 
 mod end;
 mod exec;
+pub(crate) mod output;
 mod pace;
+pub(crate) mod placement;
+pub(crate) mod symbolize;
 
 use pace::{next_nap, NAP};
 
 use crate::config::Config;
-use crate::msg::{Msg, StackedMsg};
-use crate::output::TraceFile;
-use crate::placement::Placements;
-use crate::{clock, session};
+use crate::record::msg::{Msg, StackedMsg};
+use crate::writer::output::TraceFile;
+use crate::writer::placement::Placements;
+use crate::{channel, sys::clock};
 
 /// At most this long between two frames on disk.
 const FLUSH_EVERY: Duration = Duration::from_millis(100);
@@ -42,7 +45,7 @@ const QUIET_POLLS: u32 = 2;
 const DRAIN: usize = 4096;
 /// Starts the writer thread.
 pub fn spawn(w: Writer) -> io::Result<()> {
-    crate::threads::spawn(c"memshim-writer", move || w.run())
+    crate::sys::threads::spawn(c"memshim-writer", move || w.run())
 }
 
 /// The writer's state.
@@ -59,8 +62,9 @@ pub struct Writer {
     py_strings: HashMap<Box<str>, u32>,
     dropped_written: u64,
     placements: Placements,
-    /// Where the trace stood before the end written at an exec (see `exec`).
-    exec_mark: Option<exec::Mark>,
+    /// Where the trace stood before the end written at an exec (see `exec`): the file's end and
+    /// the next frame's number.
+    exec_mark: Option<(output::FileMark, u64)>,
 }
 
 impl Writer {
@@ -90,7 +94,7 @@ impl Writer {
         let topology = w.out.push(&Event {
             t: clock::monotonic_ns(),
             tid: 0,
-            record: Record::Topology(crate::topology::read()),
+            record: Record::Topology(crate::probes::topology::read()),
         });
         if let Err(e) = topology {
             w.fail(&e);
@@ -105,7 +109,7 @@ impl Writer {
                 w.fail(&e);
             }
         }
-        let sampling = crate::sampling::mean();
+        let sampling = crate::record::sampling::mean();
         let first = if sampling > 0 {
             w.out.push(&Event {
                 t: clock::monotonic_ns(),
@@ -131,14 +135,14 @@ impl Writer {
         let mut nap = NAP;
         let mut quiet = 0u32;
         loop {
-            if crate::own_heap::exhausted() {
+            if crate::sys::own_heap::exhausted() {
                 self.stop_for_memory();
-                session::memory_end_done();
+                channel::memory_end_done();
                 return;
             }
-            if let Some(sig) = session::signal_end() {
+            if let Some(sig) = channel::signal_end() {
                 self.close(EndReason::Signal(sig));
-                session::signal_end_done();
+                channel::signal_end_done();
                 return;
             }
             let mut step = Ok(None);
@@ -148,8 +152,8 @@ impl Writer {
                 let Some(rx) = self.rx.as_ref() else { return };
                 match rx.try_recv() {
                     // Each message may need memory: none more once the heap ran dry.
-                    Ok(_) if crate::own_heap::exhausted() => {
-                        session::count_dropped(1);
+                    Ok(_) if crate::sys::own_heap::exhausted() => {
+                        channel::count_dropped(1);
                         break;
                     }
                     Ok(msg) => step = self.handle(msg),
@@ -295,7 +299,7 @@ impl Writer {
                 } = *m;
                 if let Some(hash) = stack {
                     let id = self.stack_id(hash);
-                    set_stack(&mut record, id);
+                    record.set_stack(id);
                 }
                 self.track_host_placement(&record, t)?;
                 (t, tid, record)
@@ -375,7 +379,7 @@ impl Writer {
     }
 
     fn stack_id(&mut self, hash: u64) -> u32 {
-        if hash == crate::recorder::UNSAMPLED_HASH {
+        if hash == crate::record::recorder::UNSAMPLED_HASH {
             return memshim_trace::UNSAMPLED;
         }
         let next = self.stack_ids.len() as u32;
@@ -423,7 +427,7 @@ impl Writer {
                 record: Record::Placement(Box::new(p)),
             })?;
         }
-        let dropped = session::dropped();
+        let dropped = channel::dropped();
         if dropped != self.dropped_written {
             self.dropped_written = dropped;
             self.out.push(&Event {
@@ -433,20 +437,5 @@ impl Writer {
             })?;
         }
         self.out.flush_frame()
-    }
-}
-
-/// Puts a stack id into the records that carry one.
-fn set_stack(record: &mut Record, id: u32) {
-    match record {
-        Record::DeviceAlloc(r) => r.stack = id,
-        Record::CudaFailure(r) => r.stack = id,
-        Record::ManagedHint(r) => r.stack = id,
-        Record::Copy(r) => r.stack = id,
-        Record::TimedCopy(r) => r.copy.stack = id,
-        Record::NumaCall(r) => r.stack = id,
-        Record::Torch(r) => r.stack = id,
-        Record::TorchOom(r) => r.stack = id,
-        _ => {}
     }
 }

@@ -151,4 +151,70 @@ impl Record {
                 | Record::Python(_)
         )
     }
+
+    /// The name of the record's kind, as counts and reports spell it (`alloc`, `device_free`, ...).
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Record::Alloc(_) => "alloc",
+            Record::Free(_) => "free",
+            Record::ReallocFailed(_) => "realloc_failed",
+            Record::Map(_) => "map",
+            Record::Unmap(_) => "unmap",
+            Record::Stack(_) => "stack",
+            Record::ModuleLoad(_) => "module_load",
+            Record::ModuleUnload(_) => "module_unload",
+            Record::Symbols(_) => "symbols",
+            Record::Dropped(_) => "dropped",
+            Record::Note(_) => "note",
+            Record::End(_) => "end",
+            Record::DeviceAlloc(_) => "device_alloc",
+            Record::DeviceFree(_) => "device_free",
+            Record::CudaFailure(_) => "cuda_failure",
+            Record::MemInfo(_) => "mem_info",
+            Record::ManagedHint(_) => "managed_hint",
+            Record::Copy(_) => "copy",
+            Record::TimedCopy(_) => "timed_copy",
+            Record::CopyTime(_) => "copy_time",
+            Record::Cupti(_) => "cupti",
+            Record::UnifiedMemory(_) => "unified_memory",
+            Record::Sampling(_) => "sampling",
+            Record::Topology(_) => "topology",
+            Record::HeapStats(_) => "heap_stats",
+            Record::Counters(_) => "counters",
+            Record::NumaCall(_) => "numa_call",
+            Record::AllocCpu(_) => "alloc_cpu",
+            Record::Placement(_) => "placement",
+            Record::PyString(_) => "py_string",
+            Record::PyCode(_) => "py_code",
+            Record::Python(_) => "python",
+            Record::Rank(_) => "rank",
+            Record::Gpus(_) => "gpus",
+            Record::GpuSamples(_) => "gpu_samples",
+            Record::CounterSample(_) => "counter_sample",
+            Record::ThreadCpus(_) => "thread_cpus",
+            Record::FreeBack(_) => "free_back",
+            Record::Usable(_) => "usable",
+            Record::HeapTotals(_) => "heap_totals",
+            Record::Torch(_) => "torch",
+            Record::TorchOom(_) => "torch_oom",
+            Record::TorchState(_) => "torch_state",
+        }
+    }
+
+    /// Puts a stack id into the record, when its kind carries one (the CUDA, NUMA and PyTorch
+    /// records, whose stack the writer learns after the event was made); other kinds are left as
+    /// they are.
+    pub fn set_stack(&mut self, id: u32) {
+        match self {
+            Record::DeviceAlloc(r) => r.stack = id,
+            Record::CudaFailure(r) => r.stack = id,
+            Record::ManagedHint(r) => r.stack = id,
+            Record::Copy(r) => r.stack = id,
+            Record::TimedCopy(r) => r.copy.stack = id,
+            Record::NumaCall(r) => r.stack = id,
+            Record::Torch(r) => r.stack = id,
+            Record::TorchOom(r) => r.stack = id,
+            _ => {}
+        }
+    }
 }

@@ -3,9 +3,9 @@
 use std::io::{self, Write};
 
 use super::{write_stack, Text};
-use crate::render::human_bytes;
 use crate::report::model::Process;
 use crate::report::owner::first_program_function;
+use crate::units::human_bytes;
 
 impl Text {
     pub(super) fn transfers(&self, p: &Process, out: &mut dyn Write) -> io::Result<()> {

@@ -1,11 +1,12 @@
 //! Text for a terminal: a summary per process, then the top leak sites with their stacks.
 use std::io::{self, Write};
 
-use super::{human_bytes, one_line, python_line, rank_cells, site_view, Render, RANK_COLUMNS};
+use super::{one_line, python_line, rank_cells, site_view, Render, RANK_COLUMNS};
 use crate::report::model::{
     FrameOut, LeakClass, PlacementOut, Process, RanksSection, Report, Site,
 };
 use crate::report::owner::first_program_function;
+use crate::units::human_bytes;
 
 mod gpu;
 mod torch;

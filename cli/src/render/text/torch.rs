@@ -2,8 +2,8 @@
 use std::io::{self, Write};
 
 use super::{write_stack, Text, FRAMES_SHOWN};
-use crate::render::human_bytes;
 use crate::report::model::{Process, TorchSection};
+use crate::units::human_bytes;
 
 impl Text {
     pub(super) fn torch(&self, p: &Process, out: &mut dyn Write) -> io::Result<()> {

@@ -2,7 +2,8 @@
 //! unified memory.
 use serde::Serialize;
 
-use super::*;
+use super::site::*;
+use super::transfers::SizeBucket;
 
 /// CUDA memory over the run.
 #[derive(Serialize, Debug, Default)]

@@ -2,11 +2,15 @@
 use serde::Serialize;
 
 mod device;
+mod growth;
+mod site;
 mod system;
 mod torch;
 mod transfers;
 
 pub use device::*;
+pub use growth::*;
+pub use site::*;
 pub use system::*;
 pub use torch::*;
 pub use transfers::*;
@@ -138,32 +142,6 @@ pub struct Timeline {
     pub transfers: Vec<BandwidthSeries>,
 }
 
-/// Call sites whose live memory kept climbing over the run.
-#[derive(Serialize, Debug, Default)]
-pub struct GrowthSection {
-    /// Host heap sites, fastest first.
-    pub host: Vec<GrowthSite>,
-    /// Device memory sites, fastest first.
-    pub device: Vec<GrowthSite>,
-    pub findings: Vec<Finding>,
-}
-
-/// A growing site.
-#[derive(Serialize, Debug)]
-pub struct GrowthSite {
-    /// Live bytes at the first high-water point, and when (seconds since start).
-    pub from_bytes: u64,
-    pub from_time_s: f64,
-    /// Live bytes at the last high-water point, and when.
-    pub to_bytes: u64,
-    pub to_time_s: f64,
-    /// Growth rate between them.
-    pub rate_bytes_per_s: f64,
-    /// Live bytes at the end.
-    pub live_bytes: u64,
-    pub frames: Vec<FrameOut>,
-}
-
 /// Heap totals over the run.
 #[derive(Serialize, Debug)]
 pub struct HeapSummary {
@@ -205,71 +183,4 @@ pub struct Leaks {
     pub pinned: LeakClass,
     /// Host memory still registered (pinned) with `cuMemHostRegister`.
     pub registered: LeakClass,
-}
-
-/// A conclusion.
-#[derive(Serialize, Debug)]
-pub struct Finding {
-    /// A short, stable identifier.
-    pub kind: &'static str,
-    /// The conclusion and its evidence, in plain words.
-    pub text: String,
-}
-
-/// Leaks of one kind.
-#[derive(Serialize, Debug, Default)]
-pub struct LeakClass {
-    pub bytes: u64,
-    pub count: u64,
-    /// Of `bytes` and `count`, what the CUDA driver allocated for itself (see `Site::owner`).
-    pub driver_bytes: u64,
-    pub driver_count: u64,
-    /// Of `bytes` and `count`, what was allocated without a sampled stack (not in `sites`).
-    pub unsampled_bytes: u64,
-    pub unsampled_count: u64,
-    pub sites: Vec<Site>,
-}
-
-/// One call site: a distinct stack.
-#[derive(Serialize, Debug)]
-pub struct Site {
-    /// "program"; "cuda_driver" when a frame is in the driver's own libraries; "nccl" when a frame is
-    /// NCCL's.
-    pub owner: &'static str,
-    /// Bytes still live from here.
-    pub bytes: u64,
-    /// Blocks still live from here.
-    pub count: u64,
-    /// Blocks allocated here over the run.
-    pub allocations: u64,
-    /// Bytes allocated here over the run.
-    pub allocated_bytes: u64,
-    /// With sampling: what this site's sampled blocks stand for (an estimate); null otherwise.
-    pub estimated: Option<Estimate>,
-    /// The stack, innermost first.
-    pub frames: Vec<FrameOut>,
-}
-
-/// A scaled estimate from sampled stacks.
-#[derive(Serialize, Debug)]
-pub struct Estimate {
-    pub bytes: u64,
-    pub count: u64,
-}
-
-/// One frame.
-#[derive(Serialize, Debug, Clone)]
-pub struct FrameOut {
-    /// "native" (or "python" for interpreter frames).
-    pub kind: &'static str,
-    pub function: Option<String>,
-    pub file: Option<String>,
-    pub line: Option<u32>,
-    pub module: Option<String>,
-    /// The return address, as hex.
-    pub address: String,
-    /// Present (true) on a Python frame of the main thread, lent to a native thread that ran no
-    /// Python code (PyTorch's autograd engine during `backward()`, say).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub main_thread: bool,
 }

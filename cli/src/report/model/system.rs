@@ -2,7 +2,7 @@
 //! fragmentation.
 use serde::Serialize;
 
-use super::*;
+use super::site::*;
 
 /// The machine's NUMA topology and what memshim concludes about placement.
 #[derive(Serialize, Debug, Default)]

@@ -1,7 +1,8 @@
 //! The model of the PyTorch section: the caching allocator seen from the inside.
 use serde::Serialize;
 
-use super::*;
+use super::growth::GrowthSite;
+use super::site::*;
 
 /// PyTorch's CUDA caching allocator: tensors by the line that holds them, reserved against
 /// allocated per GPU, the peak, and every out-of-memory error with its verdict.

@@ -1,0 +1,60 @@
+//! Markdown table cells: escaping, and a site as one cell. Shared by the Markdown report and its
+//! PyTorch section.
+use super::{is_allocator, site_view};
+use crate::report::model::FrameOut;
+
+/// Frames shown per site.
+const FRAMES: usize = 4;
+
+/// A site as one table cell: the innermost frames, innermost first, separated by arrows, ending at
+/// `main` (what runs before it is the C library's start-up).
+pub fn site_cell(frames: &[FrameOut]) -> String {
+    let (first, native) = site_view(frames);
+    let end = first
+        .iter()
+        .position(|f| f.function.as_deref() == Some("main"))
+        .map_or(first.len(), |i| i + 1);
+    let frames = &first[..end];
+    let parts: Vec<String> = frames
+        .iter()
+        .take(FRAMES)
+        .map(|f| {
+            let func = escape(f.function.as_deref().unwrap_or("??"));
+            match (&f.file, f.line) {
+                (Some(file), Some(line)) => {
+                    format!(
+                        "`{func}` ({}:{line})",
+                        escape(file.rsplit('/').next().unwrap_or(file))
+                    )
+                }
+                _ => format!("`{func}`"),
+            }
+        })
+        .collect();
+    let more = if frames.len() > FRAMES {
+        " ← …"
+    } else {
+        ""
+    };
+    let calls = match native
+        .iter()
+        .find(|f| f.function.is_some() && !is_allocator(f))
+    {
+        Some(f) => format!(
+            " (native: `{}`)",
+            escape(f.function.as_deref().unwrap_or("??"))
+        ),
+        None => String::new(),
+    };
+    let lent = if frames.first().is_some_and(|f| f.main_thread) {
+        "main thread: "
+    } else {
+        ""
+    };
+    format!("{lent}{}{more}{calls}", parts.join(" ← "))
+}
+
+/// Keeps a table cell a single cell.
+pub fn escape(s: &str) -> String {
+    s.replace('|', "\\|").replace('`', "'")
+}

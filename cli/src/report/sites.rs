@@ -1,0 +1,96 @@
+//! The sites every section shows: a stack's frames symbolized, who owns them, and the live sites of a
+//! class of memory with their totals. Shared by the report's builder and its sections, so that no
+//! section has to call back into the builder.
+use rustc_hash::FxHashMap as HashMap;
+
+use super::model::{Estimate, FrameOut, LeakClass, Site};
+use crate::analysis::{live_sites, SiteStats};
+use crate::replay::Replayed;
+use crate::symbolize::Symbolizer;
+
+/// The live sites of one class of memory (host heap, mappings, a device kind), symbolized.
+pub fn leak_class(
+    t: &Replayed,
+    sym: &mut Symbolizer,
+    sites: &HashMap<u32, SiteStats>,
+) -> LeakClass {
+    leak_class_grouped(t, sym, sites, &t.py_groups)
+}
+
+/// As [`leak_class`], with the stacks of each Python location grouped as `groups` says.
+pub fn leak_class_grouped(
+    t: &Replayed,
+    sym: &mut Symbolizer,
+    sites: &HashMap<u32, SiteStats>,
+    groups: &HashMap<u32, u32>,
+) -> LeakClass {
+    let sampled = t.heap.sample_bytes > 0;
+    let sites = &crate::analysis::python_sites::regroup(sites, groups);
+    let list: Vec<Site> = live_sites(sites)
+        .into_iter()
+        .map(|(id, s)| {
+            let frames = frames(t, sym, id);
+            Site {
+                owner: super::owner::owner(&frames),
+                bytes: s.live_bytes,
+                count: s.live_count,
+                allocations: s.allocations,
+                allocated_bytes: s.allocated_bytes,
+                estimated: sampled.then(|| Estimate {
+                    bytes: s.est_live_bytes.round().max(0.0) as u64,
+                    count: s.est_live_count.round().max(0.0) as u64,
+                }),
+                frames,
+            }
+        })
+        .collect();
+    let unsampled = sites.get(&memshim_trace::UNSAMPLED);
+    let unsampled_bytes = unsampled.map_or(0, |s| s.live_bytes);
+    let unsampled_count = unsampled.map_or(0, |s| s.live_count);
+    let driver = || list.iter().filter(|s| s.owner == "cuda_driver");
+    LeakClass {
+        bytes: list.iter().map(|s| s.bytes).sum::<u64>() + unsampled_bytes,
+        count: list.iter().map(|s| s.count).sum::<u64>() + unsampled_count,
+        driver_bytes: driver().map(|s| s.bytes).sum(),
+        driver_count: driver().map(|s| s.count).sum(),
+        unsampled_bytes,
+        unsampled_count,
+        sites: list,
+    }
+}
+
+pub fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
+    let Some(addrs) = t.stacks.get(&stack) else {
+        return Vec::new();
+    };
+    addrs
+        .iter()
+        .flat_map(|&a| sym.frames(t, a))
+        .map(|f| FrameOut {
+            kind: if f.python { "python" } else { "native" },
+            function: f.function,
+            file: f.file,
+            line: f.line,
+            module: f.module,
+            address: format!("{:#x}", f.address),
+            main_thread: f.lent,
+        })
+        .collect()
+}
+
+/// The program's own frame of a stack as "function (file:line)", or the function alone without a line.
+pub fn program_site(frames: &[FrameOut]) -> Option<String> {
+    let func = crate::report::owner::first_program_function(frames)?;
+    let frame = frames
+        .iter()
+        .find(|f| f.function.as_deref() == Some(func))?;
+    Some(match (&frame.file, frame.line) {
+        (Some(file), Some(line)) => {
+            format!(
+                "{func} ({}:{line})",
+                file.rsplit('/').next().unwrap_or(file)
+            )
+        }
+        _ => func.to_string(),
+    })
+}

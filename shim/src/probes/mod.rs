@@ -1,0 +1,261 @@
+//! The probes' thread (`memshim-sampler`) and what it reads: every 100 ms the C library's heap
+//! statistics and the resident set (`heap_use`), about once a second the performance counters'
+//! running totals (`counters`), on a machine with several NUMA nodes the CPU each thread runs on
+//! (`thread_cpus`), the GPUs' NVML readings (`nvml`), and whether the module map changed (dlopen,
+//! dlclose; `modules`), sending the new map (looking for a CPython loaded late, as an embedding
+//! program does). It is the only place, besides start and exit, that walks the loader's list, so the
+//! writer never has to. It reads; it never records a program's call (that is `record`'s).
+pub(crate) mod counters;
+pub(crate) mod heap_use;
+pub(crate) mod modules;
+pub(crate) mod nvml;
+pub(crate) mod perf_fd;
+pub(crate) mod thread_cpus;
+pub(crate) mod topology;
+use std::io;
+use std::time::Duration;
+
+use crossbeam_channel::Sender;
+
+use memshim_trace::Record;
+
+use crate::record::msg::Msg;
+use crate::sys;
+use crate::sys::threads::send_unparked;
+
+const PERIOD: Duration = Duration::from_millis(100);
+
+/// Starts the sampler thread for the process `pid`.
+pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
+    let seen = modules::counters();
+    crate::sys::threads::spawn(c"memshim-sampler", move || {
+        let mut seen = seen;
+        let mut heap = Pace::new(1, HEAP_SLOW);
+        // The first reading at the first period, so a short run still shows how the counters grew.
+        let mut counters = Pace::new(COUNTER_TICKS, COUNTER_SLOW).due_first();
+        let mut threads =
+            crate::probes::thread_cpus::ThreadCpus::new().map(|t| (t, Pace::new(1, THREADS_SLOW)));
+        let mut gpus = GpuSampling::default();
+        let mut poller = false;
+        // CUPTI hands back its activity buffers when asked: once a second.
+        let mut cupti_flush = Pace::new(10, Duration::from_secs(1));
+        loop {
+            std::thread::sleep(PERIOD);
+            if sys::getpid() != pid {
+                return;
+            }
+            if crate::sys::threads::program_gone() {
+                crate::sys::threads::exit_as_last_thread();
+            }
+            if !poller && crate::cuda::record::used() && crate::channel::cuda_enabled() {
+                poller = true;
+                if let Err(e) = crate::cuda::poller::spawn(tx.clone(), pid) {
+                    crate::channel::warn(&format!(
+                        "cannot start the copy-timing thread ({e}): async copies are not timed on the GPU"
+                    ));
+                }
+                if let Some(c) = crate::channel::config().filter(|c| c.cupti) {
+                    crate::cuda::cupti::start(c.cupti_lib.as_deref());
+                }
+            }
+            if cupti_flush.due() {
+                crate::cuda::cupti::flush(false);
+            }
+            if let Some(record) = gpus.tick(pid) {
+                if !send_unparked(&tx, Msg::Record(record)) {
+                    return;
+                }
+            }
+            if heap.due() {
+                let start = std::time::Instant::now();
+                let stats = crate::probes::heap_use::sample();
+                heap.took(start.elapsed());
+                if !send_unparked(&tx, Msg::Record(Record::HeapStats(Box::new(stats)))) {
+                    return;
+                }
+                if let Some(r) = crate::record::sampling::totals_record() {
+                    if !send_unparked(&tx, Msg::Record(r)) {
+                        return;
+                    }
+                }
+            }
+            if counters.due() {
+                let start = std::time::Instant::now();
+                let values = crate::probes::counters::sample();
+                counters.took(start.elapsed());
+                if let Some(v) = values {
+                    if !send_unparked(&tx, Msg::Record(Record::CounterSample(v))) {
+                        return;
+                    }
+                }
+            }
+            if let Some((cpus, pace)) = threads.as_mut() {
+                if pace.due() {
+                    let start = std::time::Instant::now();
+                    let sample = cpus.sample();
+                    pace.took(start.elapsed());
+                    if !sample.is_empty()
+                        && !send_unparked(&tx, Msg::Record(Record::ThreadCpus(sample)))
+                    {
+                        return;
+                    }
+                }
+            }
+            let now = modules::counters();
+            // The scan opens files for a moment (see `owned_fds::probe`); tried again later.
+            let scanned = (now != seen)
+                .then(|| crate::sys::owned_fds::probe(|| modules::scan(&exe)))
+                .flatten();
+            if let Some(mods) = scanned {
+                seen = now;
+                let enabled = crate::channel::config().is_some_and(|c| c.python);
+                let python = crate::python::detect(&mods, enabled);
+                if !send_unparked(&tx, Msg::Modules(mods)) {
+                    return;
+                }
+                if let Some(p) = python {
+                    if !send_unparked(&tx, Msg::Record(Record::Python(p))) {
+                        return;
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// NVML, started once the process used CUDA; read every `every` periods, less often when slow.
+struct GpuSampling {
+    nvml: Option<crate::probes::nvml::Nvml>,
+    tried: bool,
+    described: bool,
+    pace: Pace,
+}
+
+impl Default for GpuSampling {
+    fn default() -> Self {
+        GpuSampling {
+            nvml: None,
+            tried: false,
+            described: false,
+            pace: Pace::new(2, GPU_SLOW),
+        }
+    }
+}
+
+/// Counters are read every this many periods (one read syscall per counter: about 10 µs in all).
+const COUNTER_TICKS: u32 = 10;
+/// A counter reading slower than this halves the rate.
+const COUNTER_SLOW: Duration = Duration::from_millis(1);
+/// A thread-CPU sample slower than this (many threads: two small /proc reads each) halves the rate.
+const THREADS_SLOW: Duration = Duration::from_millis(2);
+
+/// A GPU reading that takes longer than this halves the reading rate.
+const GPU_SLOW: Duration = Duration::from_millis(20);
+
+impl GpuSampling {
+    /// What to record this period, if anything.
+    fn tick(&mut self, pid: u32) -> Option<Record> {
+        if !self.tried {
+            if !crate::cuda::record::used() || !crate::channel::cuda_enabled() {
+                return None;
+            }
+            self.tried = true;
+            self.nvml = crate::probes::nvml::Nvml::start(pid);
+        }
+        let nvml = self.nvml.as_ref()?;
+        if !self.described {
+            self.described = true;
+            return Some(Record::Gpus(nvml.describe()));
+        }
+        if !self.pace.due() {
+            return None;
+        }
+        let start = std::time::Instant::now();
+        let samples = nvml.sample();
+        self.pace.took(start.elapsed());
+        Some(Record::GpuSamples(samples))
+    }
+}
+
+/// How often a sample is taken, in sampler periods: when one takes longer than `slow`, the interval
+/// doubles (up to every `MAX_TICKS` periods). glibc's `mallinfo2` walks every free chunk while
+/// holding each arena's lock, so on a large fragmented heap it can hold up the program's own
+/// allocations; an NVML reading can block for tens of milliseconds.
+#[derive(Debug)]
+struct Pace {
+    every: u32,
+    tick: u32,
+    slow: Duration,
+}
+
+/// A heap-statistics sample slower than this halves the heap sampling rate.
+const HEAP_SLOW: Duration = Duration::from_micros(500);
+const MAX_TICKS: u32 = 100;
+
+impl Pace {
+    fn new(every: u32, slow: Duration) -> Pace {
+        Pace {
+            every,
+            tick: 0,
+            slow,
+        }
+    }
+
+    /// The same pace, due at the first period already.
+    fn due_first(mut self) -> Pace {
+        self.tick = self.every.saturating_sub(1);
+        self
+    }
+
+    fn due(&mut self) -> bool {
+        self.tick += 1;
+        if self.tick >= self.every {
+            self.tick = 0;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn took(&mut self, d: Duration) {
+        if d > self.slow {
+            self.every = (self.every * 2).min(MAX_TICKS);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slow_samples_back_off_to_a_limit() {
+        let mut p = Pace::new(1, HEAP_SLOW);
+        assert!(p.due() && p.due());
+        for _ in 0..20 {
+            p.took(Duration::from_millis(5));
+        }
+        assert_eq!(p.every, MAX_TICKS);
+        let due: usize = (0..1000).filter(|_| p.due()).count();
+        assert_eq!(due, 10);
+        p.took(Duration::from_micros(10));
+        assert_eq!(p.every, MAX_TICKS, "fast samples do not speed it up again");
+    }
+
+    #[test]
+    fn each_pace_has_its_own_threshold() {
+        let mut gpu = Pace::new(2, GPU_SLOW);
+        gpu.took(Duration::from_millis(5));
+        assert_eq!(gpu.every, 2, "5 ms is fast for an NVML reading");
+        gpu.took(Duration::from_millis(50));
+        assert_eq!(gpu.every, 4);
+        assert!(!gpu.due() && !gpu.due() && !gpu.due() && gpu.due());
+    }
+
+    #[test]
+    fn a_pace_can_be_due_at_once() {
+        let mut p = Pace::new(10, COUNTER_SLOW).due_first();
+        assert!(p.due());
+        assert_eq!((0..10).filter(|_| p.due()).count(), 1);
+    }
+}

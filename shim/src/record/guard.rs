@@ -1,0 +1,140 @@
+//! Per-thread state of the shim: the reentrancy guard, the cached thread id, and where the thread's
+//! stack ends (so the unwinder is never run with too little stack left).
+//!
+//! # Safety
+//! Both live in `pthread_getspecific` slots, not in Rust thread-locals. A thread-local of a preloaded
+//! library is reached through `__tls_get_addr`, which allocates with `malloc` when a `dlopen`ed
+//! library brings new TLS (it grows the thread's DTV): the guard would recurse into `malloc` before it
+//! could say "inside the shim" (seen with PyTorch loading libnvshmem). glibc keeps the first 32 keys'
+//! values inside the thread descriptor, so `pthread_getspecific`/`setspecific` on them never allocate.
+//! Keys are created once, at start, before any helper thread exists; until then the guard is inert
+//! (nothing is recorded before start anyway).
+#![allow(unsafe_code)]
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+const NO_KEY: u32 = u32::MAX;
+static IN_SHIM: AtomicU32 = AtomicU32::new(NO_KEY);
+static TID: AtomicU32 = AtomicU32::new(NO_KEY);
+static STACK_LOW: AtomicU32 = AtomicU32::new(NO_KEY);
+/// `STACK_LOW`'s value for a thread whose stack bounds cannot be read.
+const UNKNOWN_STACK: usize = 1;
+/// Marks "inside the shim" (any non-null value would do).
+const INSIDE: usize = 1;
+
+/// Creates the keys; returns false when the process has none left (the shim then records nothing).
+pub fn init() -> bool {
+    let mut a: libc::pthread_key_t = 0;
+    let mut b: libc::pthread_key_t = 0;
+    let mut c: libc::pthread_key_t = 0;
+    // SAFETY: valid out-pointers; no destructors.
+    let ok = unsafe {
+        libc::pthread_key_create(&mut a, None) == 0
+            && libc::pthread_key_create(&mut b, None) == 0
+            && libc::pthread_key_create(&mut c, None) == 0
+    };
+    if ok {
+        IN_SHIM.store(a, Ordering::Release);
+        TID.store(b, Ordering::Release);
+        STACK_LOW.store(c, Ordering::Release);
+    }
+    ok
+}
+
+#[inline]
+fn get(key: u32) -> usize {
+    // SAFETY: `key` was created by `init` and is never deleted.
+    unsafe { libc::pthread_getspecific(key) as usize }
+}
+
+#[inline]
+fn set(key: u32, v: usize) {
+    // SAFETY: as in `get`; for keys below 32 glibc stores the value without allocating.
+    unsafe { libc::pthread_setspecific(key, v as *const libc::c_void) };
+}
+
+/// Proof that this thread is inside the shim; leaving scope lets the thread be traced again.
+pub struct Guard(u32);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if self.0 != NO_KEY {
+            set(self.0, 0);
+        }
+    }
+}
+
+/// Enters the shim, or `None` when this thread is already inside it (any allocation the shim causes
+/// must pass straight through) or is one of the shim's own threads.
+#[inline]
+pub fn enter() -> Option<Guard> {
+    let key = IN_SHIM.load(Ordering::Acquire);
+    if key == NO_KEY {
+        return Some(Guard(NO_KEY));
+    }
+    if get(key) != 0 {
+        return None;
+    }
+    set(key, INSIDE);
+    Some(Guard(key))
+}
+
+/// True when this thread is inside the shim or is one of its own threads: a cheaper question than
+/// [`enter`] for a caller that calls nothing that could come back into the shim.
+#[inline]
+pub fn inside() -> bool {
+    let key = IN_SHIM.load(Ordering::Acquire);
+    key != NO_KEY && get(key) != 0
+}
+
+/// Marks the calling thread as never traced (the writer and sampler threads).
+pub fn mark_thread_untraced() {
+    let key = IN_SHIM.load(Ordering::Acquire);
+    if key != NO_KEY {
+        set(key, INSIDE);
+    }
+}
+
+/// The kernel id of the calling thread, cached after the first call.
+#[inline]
+pub fn tid() -> u32 {
+    let key = TID.load(Ordering::Acquire);
+    if key != NO_KEY {
+        let t = get(key);
+        if t != 0 {
+            return t as u32;
+        }
+    }
+    let t = crate::sys::gettid();
+    if key != NO_KEY {
+        set(key, t as usize);
+    }
+    t
+}
+
+/// Bytes of stack left below the caller, `None` when the thread's stack bounds cannot be read. The
+/// bounds are read once per thread, from the kernel (see `stack_bounds`).
+#[inline]
+pub fn stack_room() -> Option<usize> {
+    let key = STACK_LOW.load(Ordering::Acquire);
+    if key == NO_KEY {
+        return None;
+    }
+    let mut low = get(key);
+    if low == 0 {
+        let here = &low as *const usize as usize;
+        let main_thread = tid() == crate::sys::getpid();
+        low = crate::record::stack_bounds::stack_low(here, main_thread).unwrap_or(UNKNOWN_STACK);
+        set(key, low);
+    }
+    let here = &low as *const usize as usize;
+    (low != UNKNOWN_STACK).then(|| here.saturating_sub(low))
+}
+
+/// Forgets the cached thread id (after fork the surviving thread has a new one).
+pub fn reset_tid() {
+    let key = TID.load(Ordering::Acquire);
+    if key != NO_KEY {
+        set(key, 0);
+    }
+}

@@ -1,0 +1,304 @@
+//! The hot path: turns an intercepted call into a message. Called by the hooks after (allocations)
+//! or before (frees) the real call.
+//!
+//! Each entry point enters the reentrancy guard (so anything it allocates passes straight through),
+//! keeps the caller's `errno`, and catches any panic so that nothing ever unwinds into C. Never:
+//! symbolize, take a lock a traced thread may hold, or allocate through the traced allocator.
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use memshim_trace::{AllocFn, MapFn, Record};
+
+use crate::record::msg::Msg;
+use crate::{
+    channel, record::guard, record::sampling, record::stacks, record::stacks::seen_table, sys,
+    sys::clock, sys::real,
+};
+
+/// Runs `f` inside the guard with errno preserved and panics contained.
+#[inline(always)]
+fn record(active: fn() -> bool, f: impl FnOnce()) {
+    let Some(_g) = guard::enter() else { return };
+    record_guarded(active, f);
+}
+
+/// As [`record`], for a caller that already holds the guard.
+#[inline(always)]
+pub fn record_guarded(active: fn() -> bool, f: impl FnOnce()) {
+    let saved = sys::errno();
+    if active() && catch_unwind(AssertUnwindSafe(f)).is_err() {
+        channel::fail("internal error in the recorder");
+    }
+    sys::set_errno(saved);
+}
+
+/// The stack hash of an allocation whose stack was not sampled (real hashes are never 0).
+pub const UNSAMPLED_HASH: u64 = 0;
+
+/// Captures the caller's stack and returns its hash, sending the frames if they are new.
+#[inline(always)]
+pub fn stack_hash() -> u64 {
+    stack_hash_with(false)
+}
+
+/// As [`stack_hash`], for a rare call (CUDA, NUMA) that a thread without Python frames makes on
+/// behalf of Python code: such a thread gets the main thread's Python frames, marked as lent.
+#[inline(always)]
+pub fn call_stack_hash() -> u64 {
+    stack_hash_with(true)
+}
+
+#[inline(always)]
+fn stack_hash_with(lend_python: bool) -> u64 {
+    // A thread close to the end of a small stack gets an empty stack rather than an overflow: the
+    // capture below reserves several KiB of its own before any unwinder runs.
+    let room = crate::record::guard::stack_room();
+    if room.is_some_and(|r| r < stacks::MIN_ROOM_ANY) {
+        let hash = stacks::hash(&[]);
+        if seen_table::first_sighting(hash) {
+            channel::send(Msg::Stack {
+                hash,
+                frames: Box::new([]),
+            });
+        }
+        return hash;
+    }
+    captured_hash(lend_python, room)
+}
+
+/// Captures and hashes the stack, out of line so that its buffers take stack only when used.
+#[inline(never)]
+fn captured_hash(lend_python: bool, room: Option<usize>) -> u64 {
+    let depth = channel::config().map_or(64, |c| c.stack_depth);
+    let mut buf = [0u64; stacks::CAPTURE_LEN];
+    let len = stacks::capture(&mut buf, depth, lend_python, room);
+    let frames = &buf[..len];
+    let hash = stacks::hash(frames);
+    if seen_table::first_sighting(hash) {
+        channel::send(Msg::Stack {
+            hash,
+            frames: frames.into(),
+        });
+    }
+    hash
+}
+
+/// Who a heap call is for.
+pub enum HeapCall {
+    /// A program's call, to be recorded; the guard is held across the real call.
+    Traced(guard::Guard),
+    /// A call made inside the shim (one of its threads, or a program thread in a hook): served by
+    /// the shim's own heap, never recorded, and no allocator arena is made for a shim thread.
+    Shim,
+    /// Heap calls are not recorded (`MEMSHIM_HEAP=0`): straight to the allocator.
+    Untraced,
+}
+
+/// Enters the guard for a heap hook, before the real call. Held across the real call, the guard
+/// makes whatever the allocator itself does pass straight through: jemalloc's and tcmalloc's own
+/// `mmap`s (part of the heap already, not the program's mappings) are not recorded, and no stack is
+/// captured while the allocator holds its locks (the capture's first touch of libunwind's
+/// thread-locals allocates, which would wait on them).
+#[inline(always)]
+pub fn enter_heap() -> HeapCall {
+    if !channel::heap_enabled() {
+        return if guard::inside() {
+            HeapCall::Shim
+        } else {
+            HeapCall::Untraced
+        };
+    }
+    match guard::enter() {
+        Some(g) => HeapCall::Traced(g),
+        None => HeapCall::Shim,
+    }
+}
+
+/// A heap block was allocated (the hook holds the guard, see [`enter_heap`]).
+#[inline]
+pub fn on_alloc(_inside: &guard::Guard, func: AllocFn, addr: *mut libc::c_void, size: usize) {
+    if addr.is_null() {
+        return;
+    }
+    if sampling::thin() {
+        return thin_alloc(func, addr, size);
+    }
+    record_guarded(channel::heap_active, || {
+        let stack = sampling::take(size as u64).then(stack_hash);
+        send_alloc(func, addr, size, stack.unwrap_or(UNSAMPLED_HASH));
+    });
+}
+
+/// The thin sampling mode's allocation: counted; recorded only when sampled.
+#[inline(always)]
+fn thin_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize) {
+    let count = |usable| crate::record::sampling::thin_totals::alloc(size as u64, usable);
+    if let Some(usable) = thin_counted(addr, count) {
+        record_guarded(channel::heap_active, || {
+            send_alloc(func, addr, size, stack_hash());
+            channel::send(Msg::Record(Record::Usable(memshim_trace::Usable {
+                addr: addr as u64,
+                usable,
+            })));
+        });
+    }
+}
+
+/// The thin sampling mode's count of the block at `addr` (an allocation, a free, or the undoing of
+/// one): `count` gets its usable size; returns that size when the block is a sampled one, whose
+/// event must be recorded.
+#[inline(always)]
+fn thin_counted(addr: *mut libc::c_void, count: impl FnOnce(u64)) -> Option<u64> {
+    if !channel::heap_counting_guarded() {
+        return None;
+    }
+    let usable = real::usable_size(addr) as u64;
+    if usable == 0 {
+        return None;
+    }
+    count(usable);
+    sampling::block_sampled(addr as u64, usable).then_some(usable)
+}
+
+/// Sends an allocation's event, and with it the CPU it ran on when the block is large.
+fn send_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize, stack: u64) {
+    channel::send(Msg::Alloc {
+        t: clock::monotonic_ns(),
+        tid: guard::tid(),
+        func,
+        addr: addr as u64,
+        size: size as u64,
+        stack,
+    });
+    if channel::config().is_some_and(|c| c.placement_bytes > 0 && size as u64 >= c.placement_bytes)
+    {
+        // SAFETY: sched_getcpu has no preconditions (a vDSO call).
+        #[allow(unsafe_code)]
+        let cpu = unsafe { libc::sched_getcpu() };
+        if cpu >= 0 {
+            channel::send(Msg::Record(Record::AllocCpu(memshim_trace::AllocCpu {
+                addr: addr as u64,
+                cpu: cpu as u32,
+            })));
+        }
+    }
+}
+
+/// A heap block is about to be freed (the hook holds the guard, see [`enter_heap`]).
+#[inline]
+pub fn on_free(_inside: &guard::Guard, addr: *mut libc::c_void, realloc: bool) {
+    if addr.is_null() {
+        return;
+    }
+    if sampling::thin() && thin_counted(addr, crate::record::sampling::thin_totals::free).is_none()
+    {
+        return;
+    }
+    record_guarded(channel::heap_active, || {
+        channel::send(Msg::Free {
+            t: clock::monotonic_ns(),
+            tid: guard::tid(),
+            addr: addr as u64,
+            realloc,
+        })
+    });
+}
+
+/// A realloc failed: the block whose free was already sent is still live.
+pub fn on_realloc_failed(_inside: &guard::Guard, addr: *mut libc::c_void) {
+    if sampling::thin()
+        && thin_counted(addr, crate::record::sampling::thin_totals::unfree).is_none()
+    {
+        return;
+    }
+    record_guarded(channel::heap_active, || {
+        channel::send(Msg::ReallocFailed {
+            t: clock::monotonic_ns(),
+            tid: guard::tid(),
+            addr: addr as u64,
+        })
+    });
+}
+
+/// An anonymous mapping was created or moved.
+pub fn on_map(func: MapFn, addr: *mut libc::c_void, len: usize, prot: i32, flags: i32) {
+    record(channel::mmap_active, || {
+        let t = clock::monotonic_ns();
+        let stack = stack_hash();
+        channel::send(Msg::Map {
+            t,
+            tid: guard::tid(),
+            func,
+            addr: addr as u64,
+            len: len as u64,
+            prot: prot as u32,
+            flags: flags as u32,
+            stack,
+        });
+    });
+}
+
+/// A range is about to be unmapped.
+pub fn on_unmap(addr: *mut libc::c_void, len: usize) {
+    record(channel::mmap_active, || {
+        channel::send(Msg::Unmap {
+            t: clock::monotonic_ns(),
+            tid: guard::tid(),
+            addr: addr as u64,
+            len: len as u64,
+        });
+    });
+}
+
+/// A NUMA placement or affinity call. The masks are decoded only when recording.
+#[allow(clippy::too_many_arguments)]
+pub fn on_numa(
+    func: memshim_trace::NumaFn,
+    mode: i32,
+    nodes: impl FnOnce() -> Vec<u32>,
+    from_nodes: impl FnOnce() -> Vec<u32>,
+    cpus: impl FnOnce() -> Vec<u32>,
+    addr: u64,
+    len: u64,
+    target: i64,
+    flags: u32,
+    result: i64,
+) {
+    record(channel::numa_active, || {
+        let t = clock::monotonic_ns();
+        let record = memshim_trace::Record::NumaCall(Box::new(memshim_trace::NumaCall {
+            func,
+            mode,
+            nodes: nodes(),
+            from_nodes: from_nodes(),
+            cpus: cpus(),
+            addr,
+            len,
+            target,
+            flags,
+            result,
+            stack: 0,
+        }));
+        send_stacked(t, record, true);
+    });
+}
+
+/// Sends a record made by the calling thread at `t` (a CUDA or NUMA call), with its stack when
+/// `with_stack` (the writer puts the stack's id into the record). Call it while recording.
+pub fn send_stacked(t: u64, record: memshim_trace::Record, with_stack: bool) {
+    let stack = with_stack.then(call_stack_hash);
+    channel::send(Msg::Stacked(Box::new(crate::record::msg::StackedMsg {
+        t,
+        tid: guard::tid(),
+        stack,
+        record,
+    })));
+}
+
+/// Runs a lifecycle step (exit, exec) with the guard held and panics contained.
+pub fn lifecycle<T: Default>(f: impl FnOnce() -> T) -> T {
+    let _g = guard::enter();
+    let saved = sys::errno();
+    let out = catch_unwind(AssertUnwindSafe(f)).unwrap_or_default();
+    sys::set_errno(saved);
+    out
+}

@@ -1,0 +1,182 @@
+//! Sampling host allocations by bytes, as jemalloc and tcmalloc do: an allocation of `s` bytes is
+//! sampled with probability `1 - exp(-s / mean)`, so every byte has the same chance of being in a
+//! sampled block whatever the allocation sizes, and the CLI scales a sampled block by the inverse.
+//!
+//! Two modes:
+//! - **thin** (the default): only sampled allocations, and the frees of sampled blocks, are recorded
+//!   as events; every other call is only counted (`thin_totals`). The free of a block must know
+//!   whether its allocation was sampled without a table of sampled blocks, so the decision is a
+//!   function of the block itself: its address (hashed with a per-process salt) and its usable size
+//!   (`malloc_usable_size`, which the free can ask again). A hashed address is a uniform draw, so each
+//!   allocation is still sampled with the probability above.
+//! - **every event** (`MEMSHIM_SAMPLE_EVENTS=all`): each thread counts down bytes allocated, and the
+//!   allocation that crosses zero has its stack taken; the next countdown is drawn from an
+//!   exponential distribution with the configured mean. Every allocation and free is still recorded
+//!   (without a stack when unsampled), so totals, peaks and leaks stay exact in requested bytes.
+//!
+//! # Safety
+//! The countdown lives in a `pthread_getspecific` slot (see `guard` for why not a thread-local),
+//! created once at start; values are plain integers stored in the pointer.
+#![allow(unsafe_code)]
+pub(crate) mod thin_totals;
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+const NO_KEY: u32 = u32::MAX;
+static KEY: AtomicU32 = AtomicU32::new(NO_KEY);
+static MEAN: AtomicU64 = AtomicU64::new(0);
+static SEED: AtomicU64 = AtomicU64::new(0x853c_49e6_748f_ea9b);
+static THIN: AtomicBool = AtomicBool::new(false);
+static SALT: AtomicU64 = AtomicU64::new(0);
+
+/// Turns sampling on with a mean of `mean` bytes (0 leaves it off); `thin` records only the sampled
+/// allocations as events.
+pub fn init(mean: u64, thin: bool) {
+    if mean == 0 {
+        return;
+    }
+    if thin {
+        if !crate::record::sampling::thin_totals::init() {
+            crate::channel::warn(
+                "no thread-specific keys are left for counting allocations; every allocation is recorded",
+            );
+        } else {
+            // Another salt in each run: which addresses are sampled is not the same every time.
+            let salt = crate::sys::clock::monotonic_ns() ^ ((crate::sys::getpid() as u64) << 32);
+            SALT.store(mix(salt), Ordering::Relaxed);
+            MEAN.store(mean, Ordering::Release);
+            THIN.store(true, Ordering::Release);
+            return;
+        }
+    }
+    let mut key: libc::pthread_key_t = 0;
+    // SAFETY: a valid out-pointer; no destructor.
+    if unsafe { libc::pthread_key_create(&mut key, None) } == 0 {
+        KEY.store(key, Ordering::Release);
+        MEAN.store(mean, Ordering::Release);
+    }
+}
+
+/// The mean bytes between samples, 0 when every stack is taken.
+pub fn mean() -> u64 {
+    MEAN.load(Ordering::Relaxed)
+}
+
+/// True in the thin mode: only sampled allocations are recorded as events.
+#[inline(always)]
+pub fn thin() -> bool {
+    THIN.load(Ordering::Relaxed)
+}
+
+/// The running totals as a trace record, in the thin sampling mode (the only one that counts).
+pub fn totals_record() -> Option<memshim_trace::Record> {
+    thin().then(|| memshim_trace::Record::HeapTotals(thin_totals::totals()))
+}
+
+/// In the thin mode, whether the block at `addr` of `usable` bytes is a sampled one: the same answer
+/// when it is allocated and when it is freed.
+#[inline(always)]
+pub fn block_sampled(addr: u64, usable: u64) -> bool {
+    let mean = MEAN.load(Ordering::Relaxed);
+    decide(mix(addr ^ SALT.load(Ordering::Relaxed)), usable, mean)
+}
+
+/// Sampled when `usable > mean * E`, with `E = -ln(U)` an exponential draw made of the hash `h`
+/// (U uniform in (0, 1]): true with probability `1 - exp(-usable / mean)`. Since `-ln(U) >= 1 - U`,
+/// a block no larger than `mean * (1 - U)` is rejected without a logarithm: most blocks, as they are
+/// far smaller than the mean.
+#[inline(always)]
+fn decide(h: u64, usable: u64, mean: u64) -> bool {
+    let k = h >> 11; // 53 bits
+    let one_minus_u = (1u64 << 53) - 1 - k;
+    let floor = ((mean as u128 * one_minus_u as u128) >> 53) as u64;
+    if usable <= floor {
+        return false;
+    }
+    let u = (k as f64 + 1.0) / (1u64 << 53) as f64;
+    usable as f64 > mean as f64 * -u.ln()
+}
+
+/// MurmurHash3's 64-bit finaliser: a well-mixed hash of a heap address.
+#[inline(always)]
+fn mix(mut z: u64) -> u64 {
+    z ^= z >> 33;
+    z = z.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+    z ^= z >> 33;
+    z = z.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+    z ^ (z >> 33)
+}
+
+/// True when the allocation of `size` bytes on this thread is a sampled one.
+#[inline]
+pub fn take(size: u64) -> bool {
+    let mean = MEAN.load(Ordering::Relaxed);
+    let key = KEY.load(Ordering::Relaxed);
+    if mean == 0 || key == NO_KEY {
+        return true;
+    }
+    // SAFETY: `key` was created by `init` and is never deleted.
+    let left = unsafe { libc::pthread_getspecific(key) } as u64;
+    let left = if left == 0 { draw(mean) } else { left };
+    let (remaining, sampled) = match left.checked_sub(size) {
+        Some(r) if r > 0 => (r, false),
+        _ => (draw(mean), true),
+    };
+    // SAFETY: as above; the value is an integer, never dereferenced.
+    unsafe { libc::pthread_setspecific(key, remaining as usize as *const libc::c_void) };
+    sampled
+}
+
+/// An exponential draw with the given mean, at least 1.
+fn draw(mean: u64) -> u64 {
+    // SplitMix64 over a shared counter: one atomic add per sample, no lock, no allocation.
+    let mut z = SEED.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    // A uniform in (0, 1].
+    let u = ((z >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+    ((-u.ln()) * mean as f64).max(1.0) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn draws_average_the_mean() {
+        let n = 20_000;
+        let sum: u64 = (0..n).map(|_| super::draw(1000)).sum();
+        let avg = sum as f64 / n as f64;
+        assert!((avg - 1000.0).abs() < 50.0, "{avg}");
+    }
+
+    #[test]
+    fn address_decisions_sample_with_the_chance_the_size_gives() {
+        let mean = 4096;
+        for usable in [24u64, 1000, 4096, 40_000] {
+            let n = 200_000u64;
+            let hits = (0..n)
+                .filter(|&i| super::decide(super::mix(0x7f00_0000_0000 + 16 * i), usable, mean))
+                .count() as f64;
+            let p = 1.0 - (-(usable as f64) / mean as f64).exp();
+            let sd = (n as f64 * p * (1.0 - p)).sqrt().max(1.0);
+            assert!(
+                (hits - n as f64 * p).abs() < 5.0 * sd,
+                "usable {usable}: {hits} sampled of {n}, expected {}",
+                n as f64 * p
+            );
+        }
+    }
+
+    #[test]
+    fn the_quick_rejection_never_disagrees_with_the_exact_test() {
+        let mean = 512 << 10;
+        for i in 0..100_000u64 {
+            let h = super::mix(i);
+            for usable in [24u64, 4000, 300_000, 5 << 20] {
+                let u = ((h >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+                let exact = usable as f64 > mean as f64 * -u.ln();
+                assert_eq!(super::decide(h, usable, mean), exact);
+            }
+        }
+    }
+}

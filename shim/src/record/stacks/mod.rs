@@ -1,0 +1,162 @@
+//! Stack capture on the hot path, and the lock-free table that makes each distinct stack travel once.
+//!
+//! Capture keeps raw return addresses (never symbols), drops the shim's own frames and merges in the
+//! calling thread's Python frames when the process runs CPython. A stack is identified by a 64-bit hash of its frames; the first thread to insert a hash into the seen-table
+//! sends the frames to the writer, every later use sends only the hash. The writer maps hashes to small
+//! ids and also deduplicates, so a full table only costs bandwidth, never correctness.
+//!
+//! Never: symbolize, lock, or allocate here (the frames of a new stack are boxed through the shim's
+//! own allocator, which calls the real malloc directly).
+pub(crate) mod seen_table;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use crate::config::MAX_STACK_DEPTH;
+
+static SELF_LO: AtomicUsize = AtomicUsize::new(0);
+static SELF_HI: AtomicUsize = AtomicUsize::new(0);
+static EPOCH: AtomicU64 = AtomicU64::new(0);
+
+/// Tells capture which addresses are the shim's own code.
+pub fn set_self_range(lo: usize, hi: usize) {
+    SELF_LO.store(lo, Ordering::Relaxed);
+    SELF_HI.store(hi, Ordering::Relaxed);
+}
+
+/// True when `addr` is in the shim's own code.
+pub fn in_self(addr: usize) -> bool {
+    addr >= SELF_LO.load(Ordering::Relaxed) && addr < SELF_HI.load(Ordering::Relaxed)
+}
+
+/// Starts a new generation of stack hashes, so a fork child re-sends every stack to its own trace.
+pub fn new_epoch() {
+    EPOCH.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Stack left below the capture that libunwind (and reading Python frames) needs, and that any
+/// unwinder needs; with less, the call is recorded without its stack.
+const MIN_ROOM_FAST: usize = 32 << 10;
+pub const MIN_ROOM_ANY: usize = 16 << 10;
+
+/// Room a capture needs: the deepest stack kept, the shim's own frames above it, and the Python
+/// frames merged in.
+pub const CAPTURE_LEN: usize = MAX_STACK_DEPTH + SELF_FRAMES + crate::python::MAX_PY_FRAMES;
+/// The shim's own frames the unwinder may report above the caller's (dropped).
+const SELF_FRAMES: usize = 16;
+
+/// Captures up to `depth` frames of the calling thread into `out`, innermost first, skipping the
+/// shim's own frames at the top; returns how many. `room` is the stack left below the caller (`None`
+/// when unknown), at least [`MIN_ROOM_ANY`]: with less than [`MIN_ROOM_FAST`] libgcc's unwinder is
+/// used, which needs less than libunwind, and Python frames are left out. With `lend_python`, a
+/// thread without Python frames gets the main thread's. The caller's buffer is written in place (no
+/// second buffer, no copy back): this runs for every allocation.
+#[inline(never)]
+pub fn capture(
+    out: &mut [u64; CAPTURE_LEN],
+    depth: usize,
+    lend_python: bool,
+    room: Option<usize>,
+) -> usize {
+    let depth = depth.min(MAX_STACK_DEPTH);
+    let lo = SELF_LO.load(Ordering::Relaxed) as u64;
+    let hi = SELF_HI.load(Ordering::Relaxed) as u64;
+    let ours = |ip: u64| ip >= lo && ip < hi;
+    // libunwind and reading Python frames (whose buffers take about 4 KiB) need the most stack.
+    let roomy = room.is_none_or(|r| r >= MIN_ROOM_FAST);
+    let fast = if roomy {
+        crate::record::unwind::backtrace(&mut out[..depth + SELF_FRAMES])
+    } else {
+        None
+    };
+    let len = match fast {
+        Some(n) => {
+            let skip = out[..n]
+                .iter()
+                .take_while(|&&ip| ip != 0 && ours(ip))
+                .count();
+            let end = out[skip..n]
+                .iter()
+                .position(|&ip| ip == 0)
+                .map_or(n, |p| skip + p);
+            let len = (end - skip).min(depth);
+            out.copy_within(skip..skip + len, 0);
+            len
+        }
+        None => {
+            let mut skipping = true;
+            let mut len = 0;
+            // SAFETY: on Linux the unwinder (libgcc's _Unwind_Backtrace) is thread-safe; the
+            // "unsynchronized" in the name only matters on platforms whose unwinders are not.
+            #[allow(unsafe_code)]
+            unsafe {
+                backtrace::trace_unsynchronized(|frame| {
+                    let ip = frame.ip() as u64;
+                    if ip == 0 || len >= depth {
+                        return false;
+                    }
+                    if skipping && ours(ip) {
+                        return true;
+                    }
+                    skipping = false;
+                    out[len] = ip;
+                    len += 1;
+                    len < depth
+                });
+            }
+            len
+        }
+    };
+    if roomy {
+        crate::python::merge(out, len, lend_python)
+    } else {
+        len
+    }
+}
+
+/// A 64-bit hash of a stack, never 0 (0 marks an empty table slot).
+pub fn hash(frames: &[u64]) -> u64 {
+    let mut h = 0x243F_6A88_85A3_08D3u64 ^ EPOCH.load(Ordering::Relaxed) ^ (frames.len() as u64);
+    for &f in frames {
+        h = (h.rotate_left(23) ^ f).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    // Final avalanche (MurmurHash3's fmix64).
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+    h ^= h >> 33;
+    h.max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_depends_on_every_frame_and_order() {
+        let a = hash(&[1, 2, 3]);
+        assert_ne!(a, hash(&[1, 2, 4]));
+        assert_ne!(a, hash(&[3, 2, 1]));
+        assert_ne!(a, hash(&[1, 2]));
+        assert_eq!(a, hash(&[1, 2, 3]));
+        assert_ne!(hash(&[]), 0);
+    }
+
+    #[test]
+    fn capture_skips_nothing_outside_the_shim_range_and_respects_depth() {
+        set_self_range(0, 0);
+        let mut buf = [0u64; CAPTURE_LEN];
+        let n = capture(&mut buf, 3, false, None);
+        assert_eq!(n, 3);
+        assert!(buf[..n].iter().all(|&f| f != 0));
+    }
+
+    #[test]
+    fn the_shims_own_frames_at_the_top_are_dropped() {
+        // With every address counted as the shim's, nothing is left; with none, frames are kept.
+        let mut buf = [0u64; CAPTURE_LEN];
+        set_self_range(0, usize::MAX);
+        assert_eq!(capture(&mut buf, 64, false, None), 0);
+        set_self_range(0, 0);
+        assert!(capture(&mut buf, 64, false, None) > 0);
+    }
+}

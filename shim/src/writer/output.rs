@@ -1,0 +1,473 @@
+//! Where a process's trace file goes and how it is named: `<dir>/<exe>.<pid>[.<n>].mshim`, created
+//! with mode 0600, never following or replacing anything already at that path.
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use memshim_trace::FILE_EXTENSION;
+
+use crate::rank::host_for_file_name;
+use crate::sys;
+
+/// The trace file. Its descriptor sits high in the table (`sys::move_high`) and is known to
+/// `owned_fds`: a program that closes every descriptor takes it back, and then each frame reopens
+/// the file by its path (append-only, never following a symlink), checks that it is still the file
+/// the shim created (device, inode and length), writes and closes it. So the shim never writes a
+/// file of the program's, never closes a descriptor that has become the program's, and needs no
+/// descriptor of its own between frames.
+///
+/// When a frame cannot be written for a reason that may pass (no descriptor free under the
+/// program's `RLIMIT_NOFILE`, its `RLIMIT_FSIZE` reached, the disk full), it waits in memory for the
+/// next chance, the last chance being the end, where the soft limits are raised for a moment. A
+/// partly written frame is cut off, so the file always ends on a whole frame; and 1 MiB beyond its
+/// end is kept allocated on the disk, so the last frames (the end record among them) can still be
+/// written when the disk has filled meanwhile.
+pub struct TraceFile {
+    path: CString,
+    held: Option<OwnedFd>,
+    dev: u64,
+    ino: u64,
+    /// Bytes on disk so far: a file that took the trace's name and a freed inode number has
+    /// another length.
+    len: u64,
+    /// Frames that could not be written yet, oldest first, and their bytes.
+    pending: std::collections::VecDeque<Vec<u8>>,
+    pending_bytes: usize,
+    /// Whether descriptors may be kept (the soft `RLIMIT_NOFILE` is not tight).
+    spare: bool,
+    /// Set for the last writes at the end, which wait for nothing.
+    at_end: bool,
+    /// The held descriptor was opened again by path after the program had closed the first: the
+    /// path is checked before each frame, as each reopening checked it.
+    reclaimed: bool,
+}
+
+/// Under a tight `RLIMIT_NOFILE` (no descriptor kept, each write opens the file for a moment), frames
+/// wait in memory until this many bytes are waiting, or the end: every open might take the one
+/// number the program was about to get.
+const TIGHT_BATCH: usize = 4 << 20;
+
+/// Below this soft `RLIMIT_NOFILE` the trace keeps no descriptor open.
+const MIN_NOFILE: u64 = 64;
+
+/// Frames kept in memory while they cannot be written, at most.
+const MAX_PENDING: usize = 64 << 20;
+
+/// Disk space kept allocated beyond the end of the file, for the last frames.
+const RESERVE: i64 = 1 << 20;
+
+fn replaced() -> io::Error {
+    io::Error::other("the trace file was replaced by another file; nothing more is written")
+}
+
+/// Whether a write error may pass: the frame waits instead of ending the trace.
+fn may_pass(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::EFBIG | libc::ENOSPC | libc::EDQUOT)
+    )
+}
+
+impl TraceFile {
+    fn new(path: CString, fd: OwnedFd) -> io::Result<TraceFile> {
+        let fd = sys::move_high(fd);
+        let (dev, ino) = sys::file_id(fd.as_raw_fd())
+            .ok_or_else(|| io::Error::other("cannot read the trace file's identity"))?;
+        // With few descriptors to spare, none is kept: each frame opens the file for a moment.
+        let spare = sys::nofile_limit().is_none_or(|n| n >= MIN_NOFILE);
+        let held = (spare
+            && crate::sys::owned_fds::claim(fd.as_raw_fd(), crate::sys::owned_fds::Owner::Trace))
+        .then_some(fd);
+        if let Some(fd) = &held {
+            sys::reserve_beyond_end(fd.as_raw_fd(), 0, RESERVE);
+        }
+        Ok(TraceFile {
+            path,
+            held,
+            dev,
+            ino,
+            len: 0,
+            pending: Default::default(),
+            pending_bytes: 0,
+            spare,
+            at_end: false,
+            reclaimed: false,
+        })
+    }
+
+    fn is_ours(&self, fd: i32) -> bool {
+        // The length is not asked here: the descriptor was never released, so it is the file.
+        sys::file_id(fd) == Some((self.dev, self.ino))
+    }
+
+    /// Writes `buf` whole through the held descriptor, or a reopened one; on failure the file is
+    /// cut back to its last whole frame.
+    fn write_now(&mut self, buf: &[u8]) -> io::Result<()> {
+        if let Some(fd) = &self.held {
+            let raw = fd.as_raw_fd();
+            if crate::sys::owned_fds::holds(raw, crate::sys::owned_fds::Owner::Trace)
+                && self.is_ours(raw)
+            {
+                if self.reclaimed && sys::path_id(&self.path) != Some((self.dev, self.ino)) {
+                    return Err(replaced());
+                }
+                return self.write_whole(raw, buf, true);
+            }
+            // Released by the program: the number is not ours to close any more.
+            if let Some(fd) = self.held.take() {
+                std::mem::forget(fd);
+            }
+        }
+        if !self.spare && !self.at_end && self.pending_bytes + buf.len() < TIGHT_BATCH {
+            // Not now (see `TIGHT_BATCH`): the frame waits.
+            return Err(io::Error::from_raw_os_error(libc::EMFILE));
+        }
+        let spare = self.spare;
+        let reopen = || -> io::Result<OwnedFd> {
+            let fd = sys::open_append(&self.path)?;
+            // Kept again, high, so that no later frame opens anything.
+            Ok(if spare { sys::move_high(fd) } else { fd })
+        };
+        // Not for a moment after the program took the trace's descriptor back (it is opening its
+        // own files, see `owned_fds::probe`), except at the end: the frame waits.
+        let fd = match crate::sys::owned_fds::probe(reopen) {
+            Some(fd) => fd?,
+            None if self.at_end => reopen()?,
+            None => return Err(io::Error::from_raw_os_error(libc::EMFILE)),
+        };
+        let file = File::from(fd);
+        match file.metadata() {
+            Ok(m) if m.dev() == self.dev && m.ino() == self.ino && m.len() == self.len => {}
+            _ => return Err(replaced()),
+        }
+        if self.spare {
+            let fd = OwnedFd::from(file);
+            if crate::sys::owned_fds::claim(fd.as_raw_fd(), crate::sys::owned_fds::Owner::Trace) {
+                let raw = fd.as_raw_fd();
+                self.held = Some(fd);
+                self.reclaimed = true;
+                return self.write_whole(raw, buf, true);
+            }
+            return self.write_whole(fd.as_raw_fd(), buf, false);
+        }
+        self.write_whole(file.as_raw_fd(), buf, false)
+    }
+
+    fn write_whole(&mut self, fd: i32, buf: &[u8], held: bool) -> io::Result<()> {
+        if let Err(e) = sys::write_all(fd, buf) {
+            let _ = sys::truncate(fd, self.len);
+            if held {
+                // Cutting the frame off freed its blocks, and the reserve beyond them: take it back.
+                sys::reserve_beyond_end(fd, self.len as i64, RESERVE);
+            }
+            return Err(e);
+        }
+        self.len += buf.len() as u64;
+        if held {
+            sys::reserve_beyond_end(fd, self.len as i64, RESERVE);
+        }
+        Ok(())
+    }
+
+    /// Writes what waited, then `buf`; keeps them waiting while the cause may pass.
+    fn write_or_keep(&mut self, buf: &[u8]) -> io::Result<()> {
+        while let Some(frame) = self.pending.pop_front() {
+            if let Err(e) = self.write_now(&frame) {
+                self.pending.push_front(frame);
+                return self.keep(buf, e);
+            }
+            self.pending_bytes -= frame.len();
+        }
+        match self.write_now(buf) {
+            Ok(()) => Ok(()),
+            Err(e) => self.keep(buf, e),
+        }
+    }
+
+    fn keep(&mut self, buf: &[u8], e: io::Error) -> io::Result<()> {
+        if !may_pass(&e) || self.pending_bytes + buf.len() > MAX_PENDING {
+            return Err(e);
+        }
+        self.pending_bytes += buf.len();
+        self.pending.push_back(buf.to_vec());
+        Ok(())
+    }
+
+    /// At the end: every waiting frame, in order; once the disk proves full, only the last two
+    /// (the last events and the end record, which the reserved space takes), the others counted
+    /// lost (the reader sees the gap in the frames' numbers). Returns the bytes not written and why.
+    fn write_the_rest(&mut self) -> Option<(usize, io::Error)> {
+        let mut lost = 0;
+        let mut why = None;
+        while let Some(frame) = self.pending.pop_front() {
+            self.pending_bytes -= frame.len();
+            let Err(e) = self.write_now(&frame) else {
+                continue;
+            };
+            lost += frame.len();
+            if matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) {
+                while self.pending.len() > 2 {
+                    if let Some(f) = self.pending.pop_front() {
+                        self.pending_bytes -= f.len();
+                        lost += f.len();
+                    }
+                }
+            }
+            why = Some(e);
+        }
+        why.map(|e| (lost, e))
+    }
+}
+
+impl Write for TraceFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_or_keep(buf).map(|()| buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Where a trace file's frames end: on disk, and counting the frames still waiting in memory.
+#[derive(Clone, Copy)]
+pub struct FileMark {
+    len: u64,
+    waiting: usize,
+}
+
+impl TraceFile {
+    /// The end of what was written or is waiting to be, for [`TraceFile::cut_back`].
+    pub fn mark(&self) -> FileMark {
+        FileMark {
+            len: self.len,
+            waiting: self.pending.len(),
+        }
+    }
+
+    /// Cuts off every frame after `mark` (frames still waiting are dropped, frames on disk are
+    /// truncated away), so that writing goes on from there.
+    pub fn cut_back(&mut self, mark: FileMark) -> io::Result<()> {
+        while self.pending.len() > mark.waiting {
+            if let Some(f) = self.pending.pop_back() {
+                self.pending_bytes -= f.len();
+            }
+        }
+        if self.len == mark.len {
+            return Ok(());
+        }
+        match &self.held {
+            Some(fd)
+                if crate::sys::owned_fds::holds(
+                    fd.as_raw_fd(),
+                    crate::sys::owned_fds::Owner::Trace,
+                ) =>
+            {
+                sys::truncate(fd.as_raw_fd(), mark.len)?;
+                sys::reserve_beyond_end(fd.as_raw_fd(), mark.len as i64, RESERVE);
+            }
+            _ => {
+                let file = File::from(sys::open_append(&self.path)?);
+                match file.metadata() {
+                    Ok(m) if m.dev() == self.dev && m.ino() == self.ino && m.len() == self.len => {}
+                    _ => {
+                        return Err(io::Error::other(
+                            "the trace file was replaced by another file",
+                        ))
+                    }
+                }
+                sys::truncate(file.as_raw_fd(), mark.len)?
+            }
+        }
+        self.len = mark.len;
+        Ok(())
+    }
+
+    /// The last chance for what waited, once the end is written: the program is ending, and a
+    /// descriptor or a file size above its soft limits may be had for a moment. Returns the bytes
+    /// that still could not be written, and why.
+    pub fn finish_pending(&mut self) -> Option<(usize, io::Error)> {
+        self.at_end = true;
+        if self.pending.is_empty() {
+            return None;
+        }
+        sys::with_limits_raised(|| self.write_the_rest())
+    }
+}
+
+impl Drop for TraceFile {
+    fn drop(&mut self) {
+        if let Some((n, e)) = self.finish_pending() {
+            crate::channel::warn(&format!(
+                "{n} bytes of the trace could not be written to {}: {e}",
+                self.path.to_string_lossy()
+            ));
+        }
+        if let Some(fd) = self.held.take() {
+            if crate::sys::owned_fds::holds(fd.as_raw_fd(), crate::sys::owned_fds::Owner::Trace) {
+                crate::sys::owned_fds::disown(fd.as_raw_fd(), crate::sys::owned_fds::Owner::Trace);
+            } else {
+                // The program took the number back: closing it would close the program's file.
+                std::mem::forget(fd);
+            }
+        }
+    }
+}
+
+/// Creates the trace file for `pid` (named `exe.pid.mshim`, or `exe.host.rankN.pid.mshim` for a
+/// rank of a distributed job, so the traces of a job's hosts can share a directory); returns it and
+/// its path.
+pub fn create(
+    dir: &str,
+    exe: &str,
+    pid: u32,
+    rank: Option<(&str, u32)>,
+) -> Result<(TraceFile, PathBuf), String> {
+    let dir = crate::config::absolute_dir(dir)?;
+    if !dir.is_dir() {
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create the output directory {}: {e}", dir.display()))?;
+    }
+    let stem = match rank {
+        Some((host, r)) => format!("{}.{}.rank{r}", file_stem(exe), host_for_file_name(host)),
+        None => file_stem(exe),
+    };
+    for n in 0..1000 {
+        let name = if n == 0 {
+            format!("{stem}.{pid}.{FILE_EXTENSION}")
+        } else {
+            format!("{stem}.{pid}.{n}.{FILE_EXTENSION}")
+        };
+        let path = dir.join(name);
+        let c = CString::new(path.as_os_str().as_encoded_bytes())
+            .map_err(|_| format!("the output path {} contains a NUL byte", path.display()))?;
+        match sys::create_exclusive(&c) {
+            Ok(fd) => {
+                let file = TraceFile::new(c, fd)
+                    .map_err(|e| format!("cannot use the trace file {}: {e}", path.display()))?;
+                return Ok((file, path));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(format!(
+                    "cannot create the trace file {}: {e}",
+                    path.display()
+                ))
+            }
+        }
+    }
+    Err(format!(
+        "cannot create a trace file in {}: 1000 names for pid {pid} are taken",
+        dir.display()
+    ))
+}
+
+/// A file-name-safe short form of the executable's name.
+pub fn file_stem(exe: &str) -> String {
+    let base = Path::new(exe)
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let clean: String = base
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if clean.is_empty() {
+        "process".into()
+    } else {
+        clean
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    #[test]
+    fn stems() {
+        assert_eq!(file_stem("/usr/bin/python3.12"), "python3.12");
+        assert_eq!(file_stem("/x/we ird$name"), "we_ird_name");
+        assert_eq!(file_stem(""), "process");
+    }
+
+    #[test]
+    fn creates_0600_and_never_follows_a_planted_symlink() {
+        let dir = std::env::temp_dir().join(format!("memshim-output-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let victim = dir.join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join("prog.7.mshim")).unwrap();
+        let (mut f, path) = create(dir.to_str().unwrap(), "/bin/prog", 7, None).unwrap();
+        f.write_all(b"x").unwrap();
+        assert_eq!(path, dir.join("prog.7.1.mshim"));
+        let (_, ranked) = create(
+            dir.to_str().unwrap(),
+            "/bin/prog",
+            7,
+            Some(("gpu3.site", 5)),
+        )
+        .unwrap();
+        assert_eq!(ranked, dir.join("prog.gpu3.rank5.7.mshim"));
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert!(meta.file_type().is_file());
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        assert_eq!(meta.nlink(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod reuse_tests {
+    use super::*;
+
+    #[test]
+    fn the_trace_stays_out_of_the_programs_descriptors_and_files() {
+        let dir = std::env::temp_dir().join(format!("memshim-reuse-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (mut f, path) = create(dir.to_str().unwrap(), "/bin/prog", 8, None).unwrap();
+        // The trace's descriptor sits high, out of the range the program's opens take (the other
+        // tests of this process open files meanwhile, so the lowest free number says nothing here).
+        let held = f.held.as_ref().unwrap().as_raw_fd();
+        assert!(held >= sys::high_floor(), "{held}");
+        f.write_all(b"frame1").unwrap();
+        // The program closes the trace's descriptor (as a daemon closing everything would): for a
+        // moment nothing is opened (the program is opening its own files), the frame waits.
+        crate::sys::owned_fds::released(held, held);
+        f.write_all(b"frame2").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"frame1");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        f.write_all(b"frame3").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"frame1frame2frame3");
+        let again = f.held.as_ref().unwrap().as_raw_fd();
+        assert!(again >= sys::high_floor(), "kept again, high: {again}");
+        // The file is replaced (removed, and a file of the program's takes its name, often with the
+        // inode number just freed).
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, b"log\n").unwrap();
+        let err = f.write_all(b"frame4").unwrap_err();
+        assert!(err.to_string().contains("replaced"), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"log\n");
+        // A symlink planted at the path is never followed.
+        std::fs::remove_file(&path).unwrap();
+        let victim = dir.join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        assert!(f.write_all(b"frame5").is_err());
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
