@@ -17,6 +17,37 @@ use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
 
+/// A system call made with the `syscall` instruction itself: not through glibc's `syscall`, which
+/// the shim hooks (its hook may start the shim, resolve symbols and allocate), nor through `mmap`
+/// or `munmap`, which it hooks too. For the shim's own heap, which must never re-enter the shim.
+/// Returns the kernel's result (a negative errno on failure).
+///
+/// # Safety
+/// The caller passes arguments valid for system call `n`.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub unsafe fn raw_syscall(n: i64, a: [usize; 6]) -> isize {
+    let ret: isize;
+    // SAFETY: the x86-64 Linux system-call convention: number in rax, arguments in rdi, rsi, rdx,
+    // r10, r8, r9; the kernel clobbers rcx and r11; no stack is used.
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            inlateout("rax") n as isize => ret,
+            in("rdi") a[0],
+            in("rsi") a[1],
+            in("rdx") a[2],
+            in("r10") a[3],
+            in("r8") a[4],
+            in("r9") a[5],
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+    }
+    ret
+}
+
 /// `getenv` without allocation beyond the returned copy.
 pub fn getenv(name: &str) -> Option<String> {
     let c = CString::new(name).ok()?;

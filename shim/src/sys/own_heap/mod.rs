@@ -116,7 +116,7 @@ impl Locked {
                         std::hint::spin_loop();
                     } else {
                         // SAFETY: sched_yield has no preconditions.
-                        unsafe { libc::syscall(libc::SYS_sched_yield) };
+                        unsafe { libc::sched_yield() };
                     }
                 }
             }

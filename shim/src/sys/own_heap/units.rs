@@ -7,7 +7,7 @@
 //! written only under the heap's lock; `owns` reads it with no lock from any thread.
 //!
 //! # Safety
-//! `mmap`/`munmap` are made as raw system calls on ranges this module mapped itself; a range is
+//! `mmap`/`munmap` are made as raw system calls (`sys::raw_syscall`, never a hooked entry point) on ranges this module mapped itself; a range is
 //! taken out of the table before it is unmapped, so no pointer into it is ever called the shim's
 //! after the kernel may have handed the addresses to someone else.
 #![allow(unsafe_code)]
@@ -74,7 +74,7 @@ pub fn map(len: usize) -> Option<(usize, usize)> {
 pub fn unmap(base: usize, len: usize) {
     remove(base);
     // SAFETY: the range was mapped by `map` and nothing of the shim's refers to it any more.
-    unsafe { libc::syscall(libc::SYS_munmap, base, len) };
+    unsafe { crate::sys::raw_syscall(libc::SYS_munmap, [base, len, 0, 0, 0, 0]) };
 }
 
 /// Records `unit`, the start of a piece of an existing mapping (the reserve), as a mapping's start.
@@ -87,20 +87,13 @@ pub fn adopt(unit: usize) {
 }
 
 fn raw_mmap(len: usize) -> Option<usize> {
+    let prot = (libc::PROT_READ | libc::PROT_WRITE) as usize;
+    let flags = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS) as usize;
     // SAFETY: an anonymous private mapping at an address of the kernel's choice.
-    let p = unsafe {
-        libc::syscall(
-            libc::SYS_mmap,
-            0usize,
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1i32,
-            0usize,
-        )
-    };
-    // glibc's `syscall` returns -1 (and sets errno) on failure.
-    (p != -1 && p != 0).then_some(p as usize)
+    let p =
+        unsafe { crate::sys::raw_syscall(libc::SYS_mmap, [0, len, prot, flags, usize::MAX, 0]) };
+    // The kernel returns -errno (-4095..-1) on failure.
+    (p > 0 || p < -4095).then_some(p as usize)
 }
 
 /// A mapping of `len` bytes at a unit boundary: mapped first as it is (the kernel often places it
@@ -111,7 +104,7 @@ fn map_aligned(len: usize) -> Option<usize> {
         return Some(p);
     }
     // SAFETY: `p` is the mapping just made, of `len` bytes.
-    unsafe { libc::syscall(libc::SYS_munmap, p, len) };
+    unsafe { crate::sys::raw_syscall(libc::SYS_munmap, [p, len, 0, 0, 0, 0]) };
     let wide = len.checked_add(UNIT)?;
     let p = raw_mmap(wide)?;
     let base = p.next_multiple_of(UNIT);
@@ -119,10 +112,10 @@ fn map_aligned(len: usize) -> Option<usize> {
     // SAFETY: both trimmed pieces lie inside the mapping just made and outside [base, end).
     unsafe {
         if base > p {
-            libc::syscall(libc::SYS_munmap, p, base - p);
+            crate::sys::raw_syscall(libc::SYS_munmap, [p, base - p, 0, 0, 0, 0]);
         }
         if p + wide > end {
-            libc::syscall(libc::SYS_munmap, end, p + wide - end);
+            crate::sys::raw_syscall(libc::SYS_munmap, [end, p + wide - end, 0, 0, 0, 0]);
         }
     }
     Some(base)
