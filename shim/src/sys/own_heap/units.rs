@@ -92,8 +92,8 @@ fn raw_mmap(len: usize) -> Option<usize> {
     // SAFETY: an anonymous private mapping at an address of the kernel's choice.
     let p =
         unsafe { crate::sys::raw_syscall(libc::SYS_mmap, [0, len, prot, flags, usize::MAX, 0]) };
-    // The kernel returns -errno (-4095..-1) on failure.
-    (p > 0 || p < -4095).then_some(p as usize)
+    // The kernel returns -errno (-4095..-1) on failure; user addresses are below 2^47.
+    (p > 0).then_some(p as usize)
 }
 
 /// A mapping of `len` bytes at a unit boundary: mapped first as it is (the kernel often places it
