@@ -32,7 +32,7 @@ pub fn report_file(path: &Path) -> Result<usize> {
         crate::export::collapsed::write(&replayed, by, Memory::Host, &mut out)?;
     }
     crate::export::perfetto::write(std::slice::from_ref(&replayed), &mut out)?;
-    let model = crate::report::build::report(vec![replayed]);
+    let model = crate::report::build::report(vec![replayed], &crate::bench::ceilings::stored());
     let renderers: [Box<dyn Render>; 4] = [
         Box::new(Text { top: 5 }),
         Box::new(Json),

@@ -13,9 +13,7 @@
 //!
 //! Never: block the host forever. Producers wait on a full channel (backpressure), but the writer
 //! never waits on them, and every wait at exit has a deadline.
-use std::sync::atomic::{
-    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering,
-};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -23,6 +21,7 @@ use crossbeam_channel::Sender;
 
 use crate::config::Config;
 use crate::record::msg::Msg;
+use crate::sys::leaked::Leaked;
 use crate::sys::{self, clock};
 
 pub(crate) const OFF: u8 = 0;
@@ -48,7 +47,8 @@ pub(crate) struct Session;
 
 // The statics below are written by the lifecycle (start, fork, exec, end) and read by producers.
 pub(crate) static STATE: AtomicU8 = AtomicU8::new(OFF);
-pub(crate) static SENDER: AtomicPtr<Sender<Msg>> = AtomicPtr::new(std::ptr::null_mut());
+/// The sending end, leaked on purpose: producers may hold a reference to it at any moment.
+pub(crate) static SENDER: Leaked<Sender<Msg>> = Leaked::none();
 pub(crate) static OWNER_PID: AtomicU32 = AtomicU32::new(0);
 pub(crate) static DROPPED: AtomicU64 = AtomicU64::new(0);
 static WARNED: AtomicBool = AtomicBool::new(false);
@@ -145,7 +145,7 @@ fn active() -> bool {
 /// earlier by the loader): start now, so that allocation and all after it are recorded.
 #[cold]
 fn start_early() -> bool {
-    <Session as Lifecycle>::init();
+    contained(<Session as Lifecycle>::init);
     STATE.load(Ordering::Acquire) == RUNNING
 }
 
@@ -157,8 +157,17 @@ fn start_pending() -> bool {
     {
         return STATE.load(Ordering::Acquire) == RUNNING;
     }
-    <Session as Lifecycle>::begin();
+    contained(<Session as Lifecycle>::begin);
     STATE.load(Ordering::Acquire) == RUNNING
+}
+
+/// Runs a step of the lifecycle that a producer's call set off, inside a hook: a panic there must
+/// not unwind into the hook's C caller (which aborts the program), so it stops tracing instead.
+#[cold]
+fn contained(step: fn()) {
+    if std::panic::catch_unwind(step).is_err() {
+        fail("internal error while starting the trace");
+    }
 }
 
 /// The settings, once initialised.
@@ -174,14 +183,10 @@ pub fn config() -> Option<&'static Config> {
 /// owner is a child made behind the shim's back (an inline `fork` system call): it starts afresh.
 #[inline]
 pub fn send(msg: Msg) {
-    let p = SENDER.load(Ordering::Acquire);
-    if p.is_null() {
+    let Some(tx) = SENDER.get() else {
         DROPPED.fetch_add(1, Ordering::Relaxed);
         return;
-    }
-    // SAFETY: a non-null SENDER points to a leaked Box that is never freed.
-    #[allow(unsafe_code)]
-    let tx = unsafe { &*p };
+    };
     let mut msg = msg;
     loop {
         match tx.try_send(msg) {
@@ -189,7 +194,7 @@ pub fn send(msg: Msg) {
             Err(crossbeam_channel::TrySendError::Full(m)) => {
                 if OWNER_PID.load(Ordering::Acquire) != sys::getpid() {
                     DROPPED.fetch_add(1, Ordering::Relaxed);
-                    <Session as Lifecycle>::restart_in_child();
+                    contained(<Session as Lifecycle>::restart_in_child);
                     return;
                 }
                 msg = m;

@@ -13,10 +13,15 @@
 //! | `MEMSHIM_SAMPLE_BYTES` | sample one host allocation per this many bytes on average (`0`: every one) | 0 |
 //! | `MEMSHIM_SAMPLE_EVENTS` | with sampling: `sampled` records only sampled allocations and counts the rest; `all` records every allocation and free | sampled |
 //! | `MEMSHIM_PLACEMENT_BYTES` | sample the NUMA node of host blocks at least this big (`0`: never) | 1M |
+//! | `MEMSHIM_COPY_EVENT_BYTES` | time asynchronous copies of at least this size on the GPU with CUDA events (`off`: none) | 64K |
+//! | `MEMSHIM_CUPTI` | `1`: collect CUPTI's unified-memory counters | off |
+//! | `MEMSHIM_CUPTI_LIB` | where `libcupti.so` is, when the loader's path and `/usr/local/cuda` lack it | searched |
 //! | `MEMSHIM_UNWIND` | `libunwind` (the default, when the system has it) or `gcc` | libunwind |
 //! | `MEMSHIM_COMPRESS` | zstd level for trace frames (`0` for none) | 3 |
 //! | `MEMSHIM_QUIET` | `1`: no line on stderr at exit | off |
 //! | `MEMSHIM_DISABLE` | `1`: load but record nothing | off |
+//!
+//! `docs/settings.md` explains each for users; a test keeps both tables equal to what this file reads.
 use std::path::{Path, PathBuf};
 
 /// The largest stack depth that can be asked for.
@@ -322,5 +327,46 @@ mod tests {
         assert!(abs.is_absolute());
         assert_eq!(abs, std::env::current_dir().unwrap().join("traces"));
         assert_eq!(absolute_dir("/x/y").unwrap(), PathBuf::from("/x/y"));
+    }
+
+    /// The `MEMSHIM_*` names in table rows (`| \`MEMSHIM_X\` | ...`) of `text`, in order.
+    fn table_names(text: &str) -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.trim_start_matches("//! ").strip_prefix("| `MEMSHIM_"))
+            .filter_map(|rest| rest.split('`').next())
+            .map(|name| format!("MEMSHIM_{name}"))
+            .collect()
+    }
+
+    /// The variables this file reads: every `"MEMSHIM_X"` literal of its code (not of its tests).
+    fn names_read() -> std::collections::BTreeSet<String> {
+        let source = include_str!("config.rs");
+        let code = &source[..source.find("#[cfg(test)]").expect("the tests")];
+        code.split("\"MEMSHIM_")
+            .skip(1)
+            .filter_map(|rest| {
+                let end = rest.find(|c: char| !(c.is_ascii_uppercase() || c == '_'))?;
+                rest[end..]
+                    .starts_with('"')
+                    .then(|| format!("MEMSHIM_{}", &rest[..end]))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_settings_tables_name_every_variable_the_shim_reads() {
+        let read = names_read();
+        assert!(read.len() >= 18, "{read:?}");
+        let here: std::collections::BTreeSet<String> =
+            table_names(include_str!("config.rs")).into_iter().collect();
+        assert_eq!(here, read, "this file's table against what it reads");
+        let docs = include_str!("../../docs/settings.md");
+        let shim_part = &docs[..docs.find("## The CLI").expect("the CLI's table")];
+        let documented: std::collections::BTreeSet<String> =
+            table_names(shim_part).into_iter().collect();
+        assert_eq!(
+            documented, read,
+            "docs/settings.md against what the shim reads"
+        );
     }
 }

@@ -63,6 +63,10 @@ static ALLOCATOR: sys::global_alloc::ShimAllocator = sys::global_alloc::ShimAllo
 #[cfg(not(test))]
 mod lifecycle {
     //! The library constructor and destructor.
+    //!
+    //! # Safety
+    //! Two function pointers placed in `.init_array` and `.fini_array`, which the loader calls once
+    //! each with no arguments; both catch every panic.
     #![allow(unsafe_code)]
 
     use crate::{record::recorder, session};

@@ -163,7 +163,7 @@ fn open_trace() -> Result<(), String> {
     spawned.map_err(|e| format!("cannot start the shim's threads: {e}"))?;
     // The sender is leaked on purpose: producers may hold a reference to it at any moment, and a
     // fork child abandons it (its locks may have been held at fork) for a fresh one.
-    SENDER.store(Box::into_raw(Box::new(tx)), Ordering::Release);
+    SENDER.publish(tx);
     if let Some(p) = python.or_else(crate::python::described) {
         send(Msg::Record(memshim_trace::Record::Python(p)));
     }
@@ -276,7 +276,7 @@ pub fn after_failed_exec(closed: bool) {
     if EXEC.swap(EXEC_NONE, Ordering::AcqRel) == EXEC_RESUMED {
         STATE.store(RUNNING, Ordering::Release);
     } else {
-        SENDER.store(std::ptr::null_mut(), Ordering::Release);
+        SENDER.forget(Ordering::Release);
         STATE.store(PENDING, Ordering::Release);
     }
 }
@@ -287,7 +287,7 @@ extern "C" fn after_fork_in_child() {
     crate::sys::threads::after_fork_in_child();
     crate::record::sampling::thin_totals::after_fork_in_child();
     if matches!(STATE.load(Ordering::Relaxed), RUNNING | PENDING | STARTING) {
-        SENDER.store(std::ptr::null_mut(), Ordering::Relaxed);
+        SENDER.forget(Ordering::Relaxed);
         OWNER_PID.store(0, Ordering::Relaxed);
         FORKED.store(true, Ordering::Relaxed);
         DROPPED.store(0, Ordering::Relaxed);

@@ -1,6 +1,10 @@
 //! Hostile and damaged traces: each test pins one behaviour of the reader and the report with exact
 //! expectations (`run_faults` has `memshim run`'s). Hostile traces are written with the trace crate's
 //! own writer, then damaged byte by byte.
+//!
+//! # Safety
+//! `mkfifo` gets a NUL-terminated path; it has no other precondition.
+#![allow(unsafe_code)]
 use std::ffi::OsStr;
 use std::io::Read;
 use std::path::Path;

@@ -17,6 +17,7 @@ mod numa;
 mod numa_qemu;
 mod process;
 mod python;
+mod regression;
 mod report;
 mod robustness;
 mod run_faults;

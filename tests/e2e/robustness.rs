@@ -1,5 +1,10 @@
 //! `memshim report` (and `info`) on damaged input: a clear one-line error or a truncated report,
 //! never a panic.
+//!
+//! # Safety
+//! A `pre_exec` closure runs between fork and exec, so it makes only async-signal-safe calls
+//! (`setrlimit`, `signal`) on memory it owns.
+#![allow(unsafe_code)]
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 

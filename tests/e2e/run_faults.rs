@@ -1,6 +1,10 @@
 //! `memshim run` when things go wrong around the program: signals sent to memshim, a static
 //! executable, the output directory removed during the run, a program whose allocations never reach
 //! the shim. The program's own exit status always comes back.
+//!
+//! # Safety
+//! `kill` is a plain system call with no memory-safety preconditions.
+#![allow(unsafe_code)]
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

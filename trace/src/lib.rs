@@ -51,3 +51,5 @@ pub const FILE_EXTENSION: &str = "mshim";
 mod tests;
 #[cfg(test)]
 mod tests_frames;
+#[cfg(test)]
+mod tests_golden;

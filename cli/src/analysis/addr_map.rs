@@ -53,7 +53,7 @@ impl<V: Copy + Default> AddrMap<V> {
     /// events later does not wait for memory.
     pub fn prefetch(&self, addr: u64) {
         if !self.slots.is_empty() {
-            prefetch(&self.slots[self.home(addr)]);
+            super::prefetch::prefetch(&self.slots[self.home(addr)]);
         }
     }
 
@@ -146,21 +146,6 @@ impl<V: Copy + Default> AddrMap<V> {
         }
     }
 }
-
-#[cfg(target_arch = "x86_64")]
-fn prefetch<T>(entry: &T) {
-    // SAFETY: a prefetch is only a hint: it reads nothing into the program, cannot fault, and
-    // `entry` is a valid reference anyway. SSE is part of every x86_64 target.
-    #[allow(unsafe_code)]
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-            (entry as *const T).cast(),
-        )
-    }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn prefetch<T>(_: &T) {}
 
 #[cfg(test)]
 mod tests {

@@ -13,6 +13,7 @@ pub mod holes;
 pub mod kinds;
 pub mod mmap;
 pub mod numa;
+pub mod prefetch;
 pub mod python_sites;
 pub mod timeline;
 pub mod torch;

@@ -74,13 +74,17 @@ pub fn load_all(path: &Path) -> Result<Vec<Ceilings>> {
     }
 }
 
-/// The ceilings measured on `hostname`, if any were stored (a damaged file counts as none).
-pub fn for_host(hostname: &str) -> Option<Ceilings> {
-    let path = default_path()?;
-    load_all(&path)
-        .ok()?
-        .into_iter()
-        .find(|c| c.hostname == hostname)
+/// Every host's stored ceilings, for a report: read once by the command (a missing or damaged
+/// file counts as none).
+pub fn stored() -> Vec<Ceilings> {
+    default_path()
+        .and_then(|path| load_all(&path).ok())
+        .unwrap_or_default()
+}
+
+/// The ceilings measured on `hostname` among `all`, if any were stored.
+pub fn for_host<'a>(all: &'a [Ceilings], hostname: &str) -> Option<&'a Ceilings> {
+    all.iter().find(|c| c.hostname == hostname)
 }
 
 /// Stores `c`, replacing any earlier entry for its host.

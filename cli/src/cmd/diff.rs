@@ -11,12 +11,13 @@ use crate::{replay, report, traces};
 
 /// Runs the subcommand.
 pub fn run(before: &PathBuf, after: &PathBuf, format: Format, top: usize) -> Result<()> {
+    let ceilings = crate::bench::ceilings::stored();
     let load = |p: &PathBuf| -> Result<report::model::Report> {
         let replayed = traces::collect(std::slice::from_ref(p))?
             .iter()
             .map(|f| replay::replay(f))
             .collect::<Result<Vec<_>>>()?;
-        Ok(report::build::report(replayed))
+        Ok(report::build::report(replayed, &ceilings))
     };
     let d = diff(&load(before)?, &load(after)?);
     let stdout = io::stdout();

@@ -69,7 +69,8 @@ pub fn run(paths: &[PathBuf], view: &View, output: Option<&Path>) -> Result<()> 
             first.why
         );
     }
-    let mut model = report::build::report(replayed);
+    let ceilings = crate::bench::ceilings::stored();
+    let mut model = report::build::report(replayed, &ceilings);
     model.unreadable = unreadable;
     report::filter::apply(&mut model, &view.filter);
     if view.redact {

@@ -130,7 +130,7 @@ impl Markdown {
                     "**truncated**"
                 }),
                 human_bytes(p.heap.peak_bytes),
-                human_bytes(program_bytes(&p.leaks.host)),
+                human_bytes(p.leaks.host.program_bytes()),
                 human_bytes(p.device.peak_bytes),
                 human_bytes(p.leaks.device.bytes)
             )?;
@@ -315,8 +315,8 @@ impl Markdown {
         writeln!(
             out,
             "**{title}**: {} in {} blocks from {} sites{}.\n",
-            human_bytes(program_bytes(c)),
-            c.count - c.driver_count,
+            human_bytes(c.program_bytes()),
+            c.program_count(),
             own.len(),
             if c.driver_count > 0 {
                 format!(
@@ -366,10 +366,6 @@ impl Markdown {
         }
         Ok(())
     }
-}
-
-fn program_bytes(c: &LeakClass) -> u64 {
-    c.bytes - c.driver_bytes
 }
 
 fn exe_name(p: &Process) -> String {

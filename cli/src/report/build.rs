@@ -5,13 +5,14 @@ use memshim_trace::EndReason;
 
 use super::model::{HeapSummary, Leaks, Process, PythonOut, Report, Timeline, PEAK_SITES, SCHEMA};
 use super::sites::leak_class;
+use crate::bench::ceilings::Ceilings;
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
 
-/// The report of several traces, ordered by start time.
-pub fn report(mut traces: Vec<Replayed>) -> Report {
+/// The report of several traces, ordered by start time, against the machines' measured `ceilings`.
+pub fn report(mut traces: Vec<Replayed>, ceilings: &[Ceilings]) -> Report {
     traces.sort_by_key(|t| (t.header.start_unix_ns, t.header.pid));
-    let mut processes: Vec<Process> = traces.iter().map(process).collect();
+    let mut processes: Vec<Process> = traces.iter().map(|t| process(t, ceilings)).collect();
     let pids: Vec<u32> = processes.iter().map(|p| p.pid).collect();
     for (p, t) in processes.iter_mut().zip(&traces) {
         p.role = super::ranks::role(p, &pids, super::ranks::is_dataloader_worker(t));
@@ -24,7 +25,7 @@ pub fn report(mut traces: Vec<Replayed>) -> Report {
     }
 }
 
-fn process(t: &Replayed) -> Process {
+fn process(t: &Replayed, ceilings: &[Ceilings]) -> Process {
     let mut sym = Symbolizer::default();
     let ns_to_s = |ns: u64| ns.saturating_sub(t.header.clock_start_ns) as f64 / 1e9;
     let mut host = leak_class(t, &mut sym, t.heap.sites());
@@ -33,7 +34,7 @@ fn process(t: &Replayed) -> Process {
     let device_section = super::device::section(t, &mut sym, &device);
     let growth = super::growth::section(t, &mut sym);
     let torch = super::torch::section(t, &mut sym);
-    let transfers = super::transfers::section(t, &mut sym);
+    let transfers = super::transfers::section(t, &mut sym, ceilings);
     let mut heap = HeapSummary {
         totals_from: super::counted::FROM_EVENTS,
         allocations: t.heap.allocations,

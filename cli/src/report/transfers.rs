@@ -5,6 +5,7 @@ use super::model::{
 use super::owner::first_program_function;
 use super::sites::frames;
 use crate::analysis::transfers::{Direction, HostMemory, Totals, SIZE_BUCKETS};
+use crate::bench::ceilings::Ceilings;
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
 use crate::units::human_bytes;
@@ -19,13 +20,13 @@ const STORM: u64 = 1000;
 const REPEATS: u64 = 10;
 
 /// The transfers section of one process.
-pub fn section(t: &Replayed, sym: &mut Symbolizer) -> TransfersSection {
+pub fn section(t: &Replayed, sym: &mut Symbolizer, ceilings: &[Ceilings]) -> TransfersSection {
     let tr = &t.transfers;
     if tr.by_kind.is_empty() && tr.failed == 0 {
         return TransfersSection::default();
     }
-    let ceilings = crate::bench::ceilings::for_host(&t.header.hostname);
-    let gpu = ceilings.as_ref().and_then(|c| c.gpus.first());
+    let gpu =
+        crate::bench::ceilings::for_host(ceilings, &t.header.hostname).and_then(|c| c.gpus.first());
     let summary: Vec<TransferRow> = tr
         .by_kind
         .iter()

@@ -67,3 +67,22 @@ pub fn lookup(name: &CStr) -> Option<usize> {
     }
     (!p.is_null()).then_some(p as usize)
 }
+
+static CTX_GET_DEVICE: DriverFn = DriverFn::new(c"cuCtxGetDevice");
+
+/// The device of the calling thread's current context, -1 when there is none or it cannot be asked.
+pub fn current_device() -> i32 {
+    type CtxGetDevice = unsafe extern "C" fn(*mut libc::c_int) -> i32;
+    // SAFETY: cuCtxGetDevice's C signature.
+    let Some(f) = (unsafe { CTX_GET_DEVICE.function::<CtxGetDevice>() }) else {
+        return -1;
+    };
+    let mut dev: libc::c_int = -1;
+    // SAFETY: `dev` is writable.
+    let r = unsafe { f(&mut dev) };
+    if r == 0 {
+        dev
+    } else {
+        -1
+    }
+}

@@ -6,7 +6,7 @@ use memshim_trace::{
     Record, TimedCopy, Transfer,
 };
 
-use super::driver::DriverFn;
+use super::driver::current_device;
 use crate::record::recorder::{record_guarded, send_stacked};
 use crate::{channel, sys::clock};
 
@@ -125,25 +125,4 @@ pub fn hint(api: CudaApi, addr: u64, size: u64, value: i32) {
         }),
         true,
     );
-}
-
-static CTX_GET_DEVICE: DriverFn = DriverFn::new(c"cuCtxGetDevice");
-
-/// The device of the calling thread's current context, -1 when there is none or it cannot be asked.
-fn current_device() -> i32 {
-    type CtxGetDevice = unsafe extern "C" fn(*mut libc::c_int) -> i32;
-    // SAFETY: cuCtxGetDevice's C signature.
-    #[allow(unsafe_code)]
-    let Some(f) = (unsafe { CTX_GET_DEVICE.function::<CtxGetDevice>() }) else {
-        return -1;
-    };
-    let mut dev: libc::c_int = -1;
-    // SAFETY: `dev` is writable.
-    #[allow(unsafe_code)]
-    let r = unsafe { f(&mut dev) };
-    if r == 0 {
-        dev
-    } else {
-        -1
-    }
 }

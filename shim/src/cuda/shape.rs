@@ -1,6 +1,11 @@
 //! Reads the descriptor of a 2D or 3D copy (`CUDA_MEMCPY2D`, `CUDA_MEMCPY3D`): which memory each side
 //! is, the first byte copied on each side, and the bytes copied, so the copy is recorded as the 1D copy
 //! of its direction.
+//!
+//! # Safety
+//! The descriptor is read field by field with unaligned reads at the offsets of the driver's
+//! `cuda.h` layout, and only when the caller passes a pointer to a whole descriptor (the one the
+//! program handed the driver); null reads nothing.
 #![allow(unsafe_code)]
 
 use memshim_trace::CopyApi;

@@ -6,6 +6,11 @@
 //! without CUDA never loads it; a machine without it records nothing. A dozen functions are resolved by
 //! hand rather than through a wrapper crate: the shim runs in every traced process and stays small.
 //! Never: called from a traced thread, or retried after NVML failed to start.
+//!
+//! # Safety
+//! Every NVML function is looked up by its exported name in the library `dlopen` returned (which
+//! stays loaded for the process's life) and called with that export's C signature, with pointers to
+//! locals of the sizes NVML's headers give. Only the sampler thread holds the handles.
 #![allow(unsafe_code)]
 
 use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void, CStr};

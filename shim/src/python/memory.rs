@@ -1,6 +1,11 @@
 //! Two ways to read the interpreter's memory: directly (the hot path, once the layout is known to
 //! be right) and checked through the kernel (to verify the layout once, where a wrong offset must
 //! give an error, not a crash).
+//!
+//! # Safety
+//! The direct reads dereference only addresses inside the calling thread's own interpreter frames,
+//! at offsets verified once by the checked reads; the checked reads go through
+//! `process_vm_readv`, which fails with `EFAULT` on an unmapped address instead of faulting.
 #![allow(unsafe_code)]
 
 /// Reads words of this process's memory.

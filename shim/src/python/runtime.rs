@@ -2,6 +2,11 @@
 //! with it or later) and resolves what the stack walk calls and compares against.
 //!
 //! Runs at start and from the sampler thread when the module map changes; never on the hot path.
+//!
+//! # Safety
+//! Every function pointer comes from `dlsym` for the CPython export of that name, and is called (if
+//! at all) with the C signature every CPython 3 version that `layout` accepts gives it; the ones
+//! called take no arguments and only read the runtime's state. `dladdr1` fills plain data owned here.
 #![allow(unsafe_code)]
 
 use std::ffi::{c_char, c_int, c_void, CStr};

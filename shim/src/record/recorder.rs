@@ -171,9 +171,7 @@ fn send_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize, stack: u64) {
     });
     if channel::config().is_some_and(|c| c.placement_bytes > 0 && size as u64 >= c.placement_bytes)
     {
-        // SAFETY: sched_getcpu has no preconditions (a vDSO call).
-        #[allow(unsafe_code)]
-        let cpu = unsafe { libc::sched_getcpu() };
+        let cpu = sys::current_cpu();
         if cpu >= 0 {
             channel::send(Msg::Record(Record::AllocCpu(memshim_trace::AllocCpu {
                 addr: addr as u64,

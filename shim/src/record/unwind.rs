@@ -78,3 +78,12 @@ pub fn backtrace(buf: &mut [u64]) -> Option<usize> {
     };
     Some(n.max(0) as usize)
 }
+
+/// libgcc's unwinder (`_Unwind_Backtrace`, through the `backtrace` crate): calls `frame` with each
+/// return address, innermost first, while it returns true.
+#[inline(always)]
+pub fn gcc_frames(mut frame: impl FnMut(u64) -> bool) {
+    // SAFETY: on Linux the unwinder (libgcc's _Unwind_Backtrace) is thread-safe; the
+    // "unsynchronized" in the name only matters on platforms whose unwinders are not.
+    unsafe { backtrace::trace_unsynchronized(|f| frame(f.ip() as u64)) }
+}

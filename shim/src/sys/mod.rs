@@ -7,6 +7,7 @@
 pub(crate) mod bootstrap;
 pub(crate) mod clock;
 pub(crate) mod global_alloc;
+pub(crate) mod leaked;
 pub(crate) mod own_heap;
 pub(crate) mod owned_fds;
 pub(crate) mod proc_file;
@@ -449,4 +450,11 @@ pub fn clock_ns(clock: libc::clockid_t) -> u64 {
 pub fn gettid() -> u32 {
     // SAFETY: gettid takes no arguments and cannot fail.
     unsafe { libc::gettid() as u32 }
+}
+
+/// The CPU the calling thread runs on (`sched_getcpu`, a vDSO call), negative when unknown.
+#[inline]
+pub fn current_cpu() -> i32 {
+    // SAFETY: sched_getcpu has no preconditions (a vDSO call).
+    unsafe { libc::sched_getcpu() }
 }

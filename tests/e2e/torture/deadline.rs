@@ -5,6 +5,7 @@
 //!
 //! # Safety
 //! `kill` and `setrlimit` are plain system calls with no memory-safety preconditions.
+#![allow(unsafe_code)]
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};

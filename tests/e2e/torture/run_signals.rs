@@ -5,6 +5,7 @@
 //! # Safety
 //! `kill` is a plain system call with no memory-safety preconditions; the command's pre-exec hook
 //! calls only `signal`, which is async-signal-safe.
+#![allow(unsafe_code)]
 
 use std::process::Command;
 use std::time::{Duration, Instant};

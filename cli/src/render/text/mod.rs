@@ -67,7 +67,7 @@ fn overview(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             program.chars().take(20).collect::<String>(),
             p.duration_s,
             human_bytes(p.heap.peak_bytes),
-            human_bytes(p.leaks.host.bytes - p.leaks.host.driver_bytes),
+            human_bytes(p.leaks.host.program_bytes()),
             human_bytes(p.device.peak_bytes),
             p.role
         )?;
@@ -278,7 +278,7 @@ impl Text {
             .iter()
             .filter(|s| s.owner != "cuda_driver")
             .collect();
-        let (bytes, count) = (c.bytes - c.driver_bytes, c.count - c.driver_count);
+        let (bytes, count) = (c.program_bytes(), c.program_count());
         if count == 0 {
             writeln!(out, "{title}: none")?;
         } else {

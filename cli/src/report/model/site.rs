@@ -25,6 +25,18 @@ pub struct LeakClass {
     pub sites: Vec<Site>,
 }
 
+impl LeakClass {
+    /// What the program itself holds: `bytes` less what the CUDA driver allocated for itself.
+    pub fn program_bytes(&self) -> u64 {
+        self.bytes - self.driver_bytes
+    }
+
+    /// As [`LeakClass::program_bytes`], in blocks.
+    pub fn program_count(&self) -> u64 {
+        self.count - self.driver_count
+    }
+}
+
 /// One call site: a distinct stack.
 #[derive(Serialize, Debug)]
 pub struct Site {

@@ -84,24 +84,18 @@ pub fn capture(
         None => {
             let mut skipping = true;
             let mut len = 0;
-            // SAFETY: on Linux the unwinder (libgcc's _Unwind_Backtrace) is thread-safe; the
-            // "unsynchronized" in the name only matters on platforms whose unwinders are not.
-            #[allow(unsafe_code)]
-            unsafe {
-                backtrace::trace_unsynchronized(|frame| {
-                    let ip = frame.ip() as u64;
-                    if ip == 0 || len >= depth {
-                        return false;
-                    }
-                    if skipping && ours(ip) {
-                        return true;
-                    }
-                    skipping = false;
-                    out[len] = ip;
-                    len += 1;
-                    len < depth
-                });
-            }
+            crate::record::unwind::gcc_frames(|ip| {
+                if ip == 0 || len >= depth {
+                    return false;
+                }
+                if skipping && ours(ip) {
+                    return true;
+                }
+                skipping = false;
+                out[len] = ip;
+                len += 1;
+                len < depth
+            });
             len
         }
     };

@@ -1,4 +1,9 @@
 //! The next `mmap`, `munmap` and `mremap`, with raw system calls standing in when none is found.
+//!
+//! # Safety
+//! Each call goes to the address `dlsym` resolved for that very symbol (through `call!` or a
+//! transmute to its C signature), or to glibc's `__libc_*` entry point or the raw system call that
+//! stands in for it, with the caller's arguments unchanged (see `symbols`).
 #![allow(unsafe_code)]
 
 use std::ffi::{c_int, c_void};

@@ -1,4 +1,8 @@
 //! The next `sigaction` and `signal`.
+//!
+//! # Safety
+//! Each call goes through `call!` to the address `dlsym` resolved for that very symbol, with its C
+//! signature, and the caller's arguments unchanged (see `symbols`).
 #![allow(unsafe_code)]
 
 use std::ffi::c_int;
