@@ -34,3 +34,28 @@ mod torch;
 mod torch_steps;
 mod torture;
 mod util;
+
+mod signal_defaults {
+    //! A test runner started from a shell without job control (`cmd &`, `nohup`, some CI agents)
+    //! inherits SIGINT, SIGQUIT and SIGHUP ignored, and every program a test starts would inherit
+    //! that too: the programs that report their signal dispositions, and the tests that signal
+    //! `memshim run`, would then measure the runner's environment instead of the shim. The test
+    //! binary puts the default actions back once, when it is loaded, before any test thread runs.
+    //!
+    //! # Safety
+    //! `signal` with `SIG_DFL` is async-signal-safe and has no precondition; it runs from the
+    //! binary's initialiser array, on the one thread there is.
+    #![allow(unsafe_code)]
+
+    extern "C" fn reset() {
+        for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP] {
+            // SAFETY: see the module note.
+            unsafe { libc::signal(sig, libc::SIG_DFL) };
+        }
+    }
+
+    // SAFETY: the loader calls each function of .init_array once, with no arguments, before main.
+    #[used]
+    #[unsafe(link_section = ".init_array")]
+    static RESET: extern "C" fn() = reset;
+}
