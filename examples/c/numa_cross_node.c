@@ -54,17 +54,23 @@ static long long now_ns(void) {
 }
 
 /* Binds the calling thread to the CPUs of `node`. */
-static int run_on_node(int node) {
+/* The CPUs of `node` as a cpu_set_t; 0 on success. */
+static int node_cpus(int node, cpu_set_t *set) {
     struct bitmask *cpus = numa_allocate_cpumask();
     if (numa_node_to_cpus(node, cpus) != 0) {
         numa_free_cpumask(cpus);
         return -1;
     }
-    cpu_set_t set;
-    CPU_ZERO(&set);
+    CPU_ZERO(set);
     for (unsigned i = 0; i < cpus->size && i < CPU_SETSIZE; i++)
-        if (numa_bitmask_isbitset(cpus, i)) CPU_SET(i, &set);
+        if (numa_bitmask_isbitset(cpus, i)) CPU_SET(i, set);
     numa_free_cpumask(cpus);
+    return 0;
+}
+
+static int run_on_node(int node) {
+    cpu_set_t set;
+    if (node_cpus(node, &set) != 0) return -1;
     return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 }
 
@@ -214,7 +220,14 @@ int main(void) {
     struct job job = {.node = numa_max_node(), .data_node = 0};
     struct migrate move = {.from = numa_max_node(), .to = 0};
     pthread_t t, m;
-    if (pthread_create(&t, NULL, worker, &job) != 0) return 1;
+    /* The worker is created on its node's CPUs: bound only from inside, it could run (and be
+     * sampled) a moment on node 0 first, and read as a thread that migrated. */
+    pthread_attr_t on_node;
+    cpu_set_t set;
+    pthread_attr_init(&on_node);
+    if (node_cpus(job.node, &set) == 0) pthread_attr_setaffinity_np(&on_node, sizeof set, &set);
+    if (pthread_create(&t, &on_node, worker, &job) != 0) return 1;
+    pthread_attr_destroy(&on_node);
     if (pthread_create(&m, NULL, migrator, &move) != 0) return 1;
     pthread_setname_np(m, "migrator");
     pthread_join(t, NULL);
