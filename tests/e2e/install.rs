@@ -78,21 +78,24 @@ fn a_lone_cli_traces_with_its_own_copy_of_the_shim() {
     assert_eq!(parent.permissions().mode() & 0o777, 0o700);
 }
 
+/// A lone CLI that has run one program, so its copy of the shim is in the cache: the CLI, the
+/// cache, the program and the cached copy's path.
+fn installed_once(dir: &TestDir) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
+    let cli = lone_cli(dir);
+    let cache = dir.path("cache");
+    let prog = dir.compile("gate_leak.c");
+    let out = run_lone(dir, &cli, &cache, &prog, &["1", "0"]);
+    assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+    clear(dir);
+    let shim = cached_shims(&cache).remove(0);
+    (cli, cache, prog, shim)
+}
+
 #[test]
 fn a_symlink_planted_at_the_cached_copy_is_replaced_not_followed() {
     let dir = TestDir::new("install_planted_symlink");
-    let cli = lone_cli(&dir);
-    let cache = dir.path("cache");
-    let prog = dir.compile("gate_leak.c");
     // Learn where the copy goes, then plant a link there to a file of the "attacker's".
-    assert_eq!(
-        run_lone(&dir, &cli, &cache, &prog, &["1", "0"])
-            .status
-            .code(),
-        Some(0)
-    );
-    clear(&dir);
-    let shim = cached_shims(&cache).remove(0);
+    let (cli, cache, prog, shim) = installed_once(&dir);
     std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o700)).unwrap();
     std::fs::remove_file(&shim).unwrap();
     let bait = dir.path("bait");
@@ -111,21 +114,8 @@ fn a_symlink_planted_at_the_cached_copy_is_replaced_not_followed() {
 #[test]
 fn a_cache_directory_others_can_write_is_refused() {
     let dir = TestDir::new("install_open_cache");
-    let cli = lone_cli(&dir);
-    let cache = dir.path("cache");
-    let prog = dir.compile("gate_leak.c");
-    assert_eq!(
-        run_lone(&dir, &cli, &cache, &prog, &["1", "0"])
-            .status
-            .code(),
-        Some(0)
-    );
-    clear(&dir);
-    let shim_dir = cached_shims(&cache)
-        .remove(0)
-        .parent()
-        .unwrap()
-        .to_path_buf();
+    let (cli, cache, prog, shim) = installed_once(&dir);
+    let shim_dir = shim.parent().unwrap().to_path_buf();
     std::fs::set_permissions(&shim_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let out = run_lone(&dir, &cli, &cache, &prog, &["1", "0"]);
     assert_eq!(out.status.code(), Some(1), "{}", out.describe());

@@ -36,22 +36,7 @@ pub fn write(t: &Replayed, by: CollapsedBy, memory: Memory, out: &mut dyn Write)
 /// The sites of one kind of memory with their weight, in stack order; sites that weigh nothing are
 /// left out.
 pub fn weighted_sites(t: &Replayed, by: CollapsedBy, memory: Memory) -> Vec<(u32, u64)> {
-    let mut sites: Vec<(u32, SiteStats)> = Vec::new();
-    let mut add =
-        |h: &HashMap<u32, SiteStats>| sites.extend(h.iter().map(|(k, v)| (*k, v.clone())));
-    match memory {
-        Memory::Host if by == CollapsedBy::Peak => add(&t.heap.peak_sites()),
-        Memory::Host => add(t.heap.sites()),
-        Memory::Mmap => add(t.mmap.sites()),
-        Memory::Device => {
-            for k in [DeviceMemory::Device, DeviceMemory::Physical] {
-                if let Some(h) = t.device.kinds.get(&k) {
-                    add(h.sites());
-                }
-            }
-        }
-    }
-    sites.sort_by_key(|(id, _)| *id);
+    let sites = site_stats(t, memory, by == CollapsedBy::Peak);
     let sampled = t.heap.sample_bytes > 0 && memory == Memory::Host;
     sites
         .into_iter()
@@ -69,6 +54,28 @@ pub fn weighted_sites(t: &Replayed, by: CollapsedBy, memory: Memory) -> Vec<(u32
         })
         .filter(|(_, w)| *w > 0)
         .collect()
+}
+
+/// The sites of one kind of memory with their figures, in stack order (so an export is the same run
+/// after run); with `at_peak`, host sites as they were when the heap peaked.
+pub fn site_stats(t: &Replayed, memory: Memory, at_peak: bool) -> Vec<(u32, SiteStats)> {
+    let mut sites: Vec<(u32, SiteStats)> = Vec::new();
+    let mut add =
+        |h: &HashMap<u32, SiteStats>| sites.extend(h.iter().map(|(k, v)| (*k, v.clone())));
+    match memory {
+        Memory::Host if at_peak => add(&t.heap.peak_sites()),
+        Memory::Host => add(t.heap.sites()),
+        Memory::Mmap => add(t.mmap.sites()),
+        Memory::Device => {
+            for k in [DeviceMemory::Device, DeviceMemory::Physical] {
+                if let Some(h) = t.device.kinds.get(&k) {
+                    add(h.sites());
+                }
+            }
+        }
+    }
+    sites.sort_by_key(|(id, _)| *id);
+    sites
 }
 
 /// A frame's name: its function, or its module and address when it has no symbol.

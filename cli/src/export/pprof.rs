@@ -6,11 +6,11 @@
 use std::io::{self, Write};
 
 use flate2::write::GzEncoder;
-use memshim_trace::{DeviceMemory, UNSAMPLED};
+use memshim_trace::UNSAMPLED;
 use rustc_hash::FxHashMap as HashMap;
 
+use super::collapsed::site_stats;
 use super::protobuf::Message;
-use crate::analysis::SiteStats;
 use crate::args::Memory;
 use crate::replay::Replayed;
 use crate::report::model::FrameOut;
@@ -47,7 +47,7 @@ pub fn write(
             ));
         }
         let mut sym = Symbolizer::default();
-        for (id, s) in sites(t, memory) {
+        for (id, s) in site_stats(t, memory, false) {
             if id == UNSAMPLED {
                 continue;
             }
@@ -105,25 +105,6 @@ pub fn write(
     let mut gz = GzEncoder::new(out, flate2::Compression::default());
     gz.write_all(&profile.into_bytes())?;
     gz.finish()?.flush()
-}
-
-/// The sites of one kind of memory, in stack order (so the file is the same run after run).
-fn sites(t: &Replayed, memory: Memory) -> Vec<(u32, SiteStats)> {
-    let mut all: Vec<(u32, SiteStats)> = Vec::new();
-    let mut add = |h: &HashMap<u32, SiteStats>| all.extend(h.iter().map(|(k, v)| (*k, v.clone())));
-    match memory {
-        Memory::Host => add(t.heap.sites()),
-        Memory::Mmap => add(t.mmap.sites()),
-        Memory::Device => {
-            for k in [DeviceMemory::Device, DeviceMemory::Physical] {
-                if let Some(h) = t.device.kinds.get(&k) {
-                    add(h.sites());
-                }
-            }
-        }
-    }
-    all.sort_by_key(|(id, _)| *id);
-    all
 }
 
 /// The profile's tables, each entry written once and referred to by id.
