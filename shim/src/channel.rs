@@ -204,26 +204,33 @@ pub fn send(msg: Msg) {
 }
 
 /// The trace this process writes now and the clock reading its times count from, for the program's
-/// own questions (see `hooks::api`); set by the lifecycle when it opens a trace.
-static TRACE: std::sync::Mutex<Option<(std::path::PathBuf, u64)>> = std::sync::Mutex::new(None);
+/// own questions (see `hooks::api`); set by the lifecycle when it opens a trace. Leaked, one per trace
+/// opened, like the sender: a lock here could be held by a thread that a fork left behind, and the
+/// child's lifecycle would wait on it forever.
+pub(crate) struct TraceInfo {
+    pub path: std::path::PathBuf,
+    pub clock_start_ns: u64,
+}
+static TRACE: Leaked<TraceInfo> = Leaked::none();
 static FLUSH_ASKED: AtomicU64 = AtomicU64::new(0);
 static FLUSHED: AtomicU64 = AtomicU64::new(0);
 
 /// Called by the lifecycle with each new trace's path and clock start.
 pub(crate) fn set_trace(path: std::path::PathBuf, clock_start_ns: u64) {
-    if let Ok(mut t) = TRACE.lock() {
-        *t = Some((path, clock_start_ns));
-    }
+    TRACE.publish(TraceInfo {
+        path,
+        clock_start_ns,
+    });
 }
 
-/// The trace being written by this process, and its clock start; `None` when it is not recording.
-pub(crate) fn trace() -> Option<(std::path::PathBuf, u64)> {
+/// The trace being written by this process; `None` when it is not recording.
+pub(crate) fn trace() -> Option<&'static TraceInfo> {
     if STATE.load(Ordering::Acquire) != RUNNING
         || OWNER_PID.load(Ordering::Acquire) != sys::getpid()
     {
         return None;
     }
-    TRACE.lock().ok().and_then(|t| t.clone())
+    TRACE.get()
 }
 
 /// Asks the writer to put everything sent so far on disk and waits for it, up to `timeout`; true

@@ -231,20 +231,22 @@ pub fn verdict(o: &OomAt) -> Verdict {
     }
 }
 
+/// An allocator event on device 0, stream 0, for the tests of this module and `torch_steps`.
+#[cfg(test)]
+pub(crate) fn ev(action: TorchAction, addr: u64, size: u64, stack: u32) -> TorchEvent {
+    TorchEvent {
+        action,
+        device: 0,
+        addr,
+        size,
+        stream: 0,
+        stack,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ev(action: TorchAction, addr: u64, size: u64, stack: u32) -> TorchEvent {
-        TorchEvent {
-            action,
-            device: 0,
-            addr,
-            size,
-            stream: 0,
-            stack,
-        }
-    }
 
     #[test]
     fn blocks_inside_segments_and_a_release_dated() {

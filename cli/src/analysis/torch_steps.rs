@@ -205,17 +205,7 @@ impl StepPass {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ev(action: TorchAction, addr: u64, size: u64, stack: u32) -> TorchEvent {
-        TorchEvent {
-            action,
-            device: 0,
-            addr,
-            size,
-            stream: 0,
-            stack,
-        }
-    }
+    use crate::analysis::torch::ev;
 
     #[test]
     fn segments_follow_the_outermost_frames_and_roles_are_kept_at_each_peak() {

@@ -31,10 +31,11 @@ pub fn write(
                 .iter()
                 .rev()
                 .map(|f| {
-                    let key = (name(f), f.file.clone(), f.line);
+                    let label = name(f);
+                    let key = (label.clone(), f.file.clone(), f.line);
                     let next = shared.len();
                     *index.entry(key).or_insert_with(|| {
-                        let mut frame = json!({ "name": name(f) });
+                        let mut frame = json!({ "name": label });
                         if let Some(file) = &f.file {
                             frame["file"] = json!(file);
                         }

@@ -3,8 +3,8 @@
 //! on disk now, where the trace is. A program finds these with `dlsym(RTLD_DEFAULT, ...)`; without
 //! the shim they are simply absent, so calling code checks for them first.
 //!
-//! The functions never block for longer than the caller allows, never allocate through the traced
-//! allocator on the caller's thread except to copy a path, and answer "not traced" rather than fail.
+//! The functions never block for longer than the caller allows, take no lock, allocate nothing, and
+//! answer "not traced" rather than fail.
 //!
 //! # Safety
 //! Each function is `extern "C"` with the documented signature; `memshim_trace_path` writes at most
@@ -36,7 +36,9 @@ pub extern "C" fn memshim_active() -> c_int {
 #[no_mangle]
 pub extern "C" fn memshim_elapsed_ns() -> u64 {
     catch_unwind(|| {
-        channel::trace().map_or(0, |(_, start)| clock::monotonic_ns().saturating_sub(start))
+        channel::trace().map_or(0, |t| {
+            clock::monotonic_ns().saturating_sub(t.clock_start_ns)
+        })
     })
     .unwrap_or(0)
 }
@@ -62,13 +64,10 @@ pub extern "C" fn memshim_flush(timeout_ms: u32) -> c_int {
 /// `buf` must point to `len` writable bytes.
 #[no_mangle]
 pub unsafe extern "C" fn memshim_trace_path(buf: *mut c_char, len: usize) -> isize {
-    let path = catch_unwind(|| channel::trace().map(|(p, _)| p))
-        .ok()
-        .flatten();
-    let Some(path) = path else {
+    let Some(trace) = catch_unwind(channel::trace).ok().flatten() else {
         return -1;
     };
-    let bytes = path.as_os_str().as_bytes();
+    let bytes = trace.path.as_os_str().as_bytes();
     if buf.is_null() || bytes.len() >= len {
         return -1;
     }
