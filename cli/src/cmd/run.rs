@@ -104,6 +104,9 @@ pub fn run(
         match crate::append_symbols::append(trace) {
             Ok(a) if a.recorded_nothing => empty.push(trace),
             Ok(_) => {}
+            // The file-size limit the command ran under is memshim's too: the shim has already said
+            // what it cost the trace, and a second line about the same limit says nothing new.
+            Err(e) if hit_file_size_limit(&e) => {}
             Err(e) => eprintln!(
                 "memshim: warning: {e:#} (the report will name frames from the files on disk)"
             ),
@@ -159,6 +162,13 @@ pub fn run(
         }
     };
     Ok(if own != 0 { own } else { gated })
+}
+
+fn hit_file_size_limit(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.raw_os_error() == Some(libc::EFBIG))
+    })
 }
 
 /// `MEMSHIM_LIB`, or `libmemshim.so` beside this executable (a build tree, where the shim beside
