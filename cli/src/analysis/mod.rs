@@ -11,6 +11,7 @@ pub mod heap_totals;
 pub mod high_water;
 pub mod holes;
 pub mod kinds;
+pub mod live_blocks;
 pub mod mmap;
 pub mod numa;
 pub mod prefetch;
