@@ -13,6 +13,7 @@ pub mod holes;
 pub mod kinds;
 pub mod live_blocks;
 pub mod mmap;
+pub mod neighbours;
 pub mod numa;
 pub mod prefetch;
 pub mod python_sites;
