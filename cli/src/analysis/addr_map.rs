@@ -136,6 +136,9 @@ impl<V: Copy + Default> AddrMap<V> {
     /// Hints the processor to fetch the entry of `addr` into the cache now, so that a lookup a few
     /// events later does not wait for memory.
     pub fn prefetch(&self, addr: u64) {
+        if self.len == 0 {
+            return;
+        }
         let (seg, h) = split(addr);
         if let Some(s) = self.segments.get(seg).filter(|s| !s.slots.is_empty()) {
             super::prefetch::prefetch(&s.slots[home(h, s.slots.len())]);
@@ -185,6 +188,9 @@ impl<V: Copy + Default> AddrMap<V> {
     pub fn remove(&mut self, addr: u64) -> Option<V> {
         if addr == 0 {
             return self.zero.take();
+        }
+        if self.len == 0 {
+            return None;
         }
         let (seg, h) = split(addr);
         let value = self.segments.get_mut(seg)?.remove(addr, h)?;
