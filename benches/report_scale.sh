@@ -3,15 +3,16 @@
 # and `heaptrack_print` of the same programs, wall seconds and peak RSS from /usr/bin/time, the
 # best of ROUNDS runs each. Workloads: benches/live_blocks.c holding 3M blocks live at once; jq
 # filtering a generated 38 MB JSON file (benches/big_json.py); live_blocks holding 10M blocks, also
-# reported under a 2 GiB address-space limit (prlimit --as), which the report must fit in.
+# reported under a 2 GB address-space limit (prlimit --as=2000000000), which the report must fit in.
 # Usage: bash benches/report_scale.sh   (from the repository root, after cargo build --release;
 # benches/run.sh calls it). Needs heaptrack, jq, python3 and /usr/bin/time.
-# Environment: ROUNDS (default 3), WORK (a directory to keep the traces in; default a temporary one).
+# Environment: ROUNDS (default 3), WORK (a directory to keep the traces in; default a temporary one),
+# MEMSHIM (the memshim binary to time, default this checkout's release build).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 ROUNDS=${ROUNDS:-3}
-M="$root/target/release/memshim"
+M=${MEMSHIM:-"$root/target/release/memshim"}
 if [ -n "${WORK:-}" ]; then
     work=$WORK; mkdir -p "$work"
 else
@@ -50,7 +51,7 @@ for w in live3m jq live10m; do
     best "$w memshim-report" "$M" report "$work/$w.ms"
     best "$w memshim-report-json" "$M" report --format json "$work/$w.ms"
 done
-best "live10m memshim-report-2GiB-limit" prlimit --as=$((2 << 30)) "$M" report "$work/live10m.ms"
+best "live10m memshim-report-2GB-limit" prlimit --as=2000000000 "$M" report "$work/live10m.ms"
 
 printf "%-34s %10s %12s %14s %12s\n" "report of" "wall s" "x htprint" "max RSS MiB" "x htprint"
 awk '{ k = $1 " " $2; wall[k] = $3; rss[k] = $4; order[++n] = k; w[k] = $1 }
