@@ -28,6 +28,51 @@ pub struct Nearest {
     pub above: Option<u64>,
 }
 
+/// Live blocks searched for together.
+const BATCH: usize = 32;
+
+/// Offers a live block to the asked addresses from index `p` on (at or above its start, `top`) and
+/// to those before `p` (below it, `bottom`): `near[p]` and `near[p - 1]` keep the best so far.
+fn offer(near: &mut [Nearest], p: usize, top: (u64, u64), bottom: u64) {
+    if let Some(b) = near.get_mut(p).map(|e| &mut e.below) {
+        if b.is_none_or(|b| b.0 < top.0) {
+            *b = Some(top);
+        }
+    }
+    if let Some(a) = p
+        .checked_sub(1)
+        .and_then(|q| near.get_mut(q))
+        .map(|e| &mut e.above)
+    {
+        if a.is_none_or(|a| a > bottom) {
+            *a = Some(bottom);
+        }
+    }
+}
+
+/// Offers the `waiting` live blocks (start, size, and the range of asked addresses in their
+/// bucket): finds where each goes, fetching its entries, then offers them all.
+fn settle(
+    asked: &[u64],
+    near: &mut [Nearest],
+    waiting: &mut Vec<(u64, u64, usize, usize)>,
+    placed: &mut Vec<(usize, u64, u64)>,
+) {
+    for &(start, size, lo, hi) in waiting.iter() {
+        // Asked addresses below this start: every one before the bucket and these.
+        let p = lo + asked[lo..hi].partition_point(|&a| a < start);
+        if let Some(e) = near.get(p.saturating_sub(1)) {
+            super::prefetch::prefetch(e);
+        }
+        placed.push((p, start, size));
+    }
+    for &(p, start, size) in placed.iter() {
+        offer(near, p, (start, size), start);
+    }
+    waiting.clear();
+    placed.clear();
+}
+
 /// For each address of `asked` (sorted, distinct), its nearest live blocks among `live` (start,
 /// size; distinct starts).
 pub fn nearest(asked: &[u64], live: impl Iterator<Item = (u64, u64)>) -> Vec<Nearest> {
@@ -46,30 +91,24 @@ pub fn nearest(asked: &[u64], live: impl Iterator<Item = (u64, u64)>) -> Vec<Nea
         );
         lo = hi;
     }
-    // `below[p]`: the best block for every asked address from index p on (those at or above its
-    // start); `above[p]`: for every one up to index p. Spread over all of them at the end.
-    let mut below: Vec<Option<(u64, u64)>> = vec![None; n];
-    let mut above: Vec<Option<u64>> = vec![None; n];
-    let mut offer = |p: usize, top: (u64, u64), bottom: u64| {
-        if let Some(b) = below.get_mut(p) {
-            if b.is_none_or(|b| b.0 < top.0) {
-                *b = Some(top);
-            }
-        }
-        if let Some(a) = p.checked_sub(1).and_then(|q| above.get_mut(q)) {
-            if a.is_none_or(|a| a > bottom) {
-                *a = Some(bottom);
-            }
-        }
-    };
+    // `near[p].below`: the best block for every asked address from index p on (those at or above
+    // its start); `near[p].above`: for every one up to index p. Spread over all of them at the end.
+    // One array, so that the two entries a live block updates, p and p - 1, share a cache line.
+    let mut near = vec![Nearest::default(); n];
+    // Live blocks in buckets of asked addresses wait in a batch: their searches and the entries
+    // they update are random reads of arrays larger than the cache, fetched ahead a batch at a time.
+    let mut waiting: Vec<(u64, u64, usize, usize)> = Vec::with_capacity(BATCH);
+    let mut placed: Vec<(usize, u64, u64)> = Vec::with_capacity(BATCH);
     for (start, size) in live {
         let b = start >> BUCKET_BITS;
         match buckets.get_mut(&b) {
             Some(Bucket::Asked { lo, hi }) => {
                 let (lo, hi) = (*lo as usize, *hi as usize);
-                // Asked addresses below this start: every one before the bucket and these.
-                let p = lo + asked[lo..hi].partition_point(|&a| a < start);
-                offer(p, (start, size), start);
+                super::prefetch::prefetch(&asked[lo + (hi - lo) / 2]);
+                waiting.push((start, size, lo, hi));
+                if waiting.len() == BATCH {
+                    settle(asked, &mut near, &mut waiting, &mut placed);
+                }
             }
             Some(Bucket::Live { top, bottom }) => {
                 if start > top.0 {
@@ -88,32 +127,29 @@ pub fn nearest(asked: &[u64], live: impl Iterator<Item = (u64, u64)>) -> Vec<Nea
             }
         }
     }
+    settle(asked, &mut near, &mut waiting, &mut placed);
     for (&b, bucket) in &buckets {
         if let Bucket::Live { top, bottom } = *bucket {
             // No asked address in this bucket: those below it are those of lower buckets.
             let p = asked.partition_point(|&a| a >> BUCKET_BITS < b);
-            offer(p, top, bottom);
+            offer(&mut near, p, top, bottom);
         }
     }
     for p in 1..n {
-        if let Some(prev) = below[p - 1] {
-            if below[p].is_none_or(|b| b.0 < prev.0) {
-                below[p] = Some(prev);
+        if let Some(prev) = near[p - 1].below {
+            if near[p].below.is_none_or(|b| b.0 < prev.0) {
+                near[p].below = Some(prev);
             }
         }
     }
     for p in (0..n.saturating_sub(1)).rev() {
-        if let Some(next) = above[p + 1] {
-            if above[p].is_none_or(|a| a > next) {
-                above[p] = Some(next);
+        if let Some(next) = near[p + 1].above {
+            if near[p].above.is_none_or(|a| a > next) {
+                near[p].above = Some(next);
             }
         }
     }
-    below
-        .into_iter()
-        .zip(above)
-        .map(|(below, above)| Nearest { below, above })
-        .collect()
+    near
 }
 
 #[cfg(test)]
