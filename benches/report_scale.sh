@@ -33,17 +33,18 @@ trace live3m "$work/live_blocks" 3000000
 trace jq jq "${jqargs[@]}"
 trace live10m "$work/live_blocks" 10000000
 
-# Best wall time and its peak RSS over ROUNDS runs: "label wall_s rss_kb" appended to $work/rows.
+# Best wall time over ROUNDS runs, with that run's peak RSS and CPU seconds (user + system: on a
+# busy machine the steadier number): "label wall_s rss_kb cpu_s" appended to $work/rows.
 : >"$work/rows"
 best() { # label cmd...
     local label=$1; shift
     for _ in $(seq "$ROUNDS"); do
-        if ! /usr/bin/time -f "%e %M" -o "$work/one" "$@" >/dev/null 2>"$work/err"; then
+        if ! /usr/bin/time -f "%e %M %U %S" -o "$work/one" "$@" >/dev/null 2>"$work/err"; then
             echo "$label failed: $(tail -1 "$work/err")" >&2
-            echo "1e9 0" >"$work/one"
+            echo "1e9 0 0 0" >"$work/one"
         fi
         cat "$work/one"
-    done | sort -n | head -1 | awk -v l="$label" '{print l, $1, $2}' >>"$work/rows"
+    done | sort -n | head -1 | awk -v l="$label" '{print l, $1, $2, $3 + $4}' >>"$work/rows"
 }
 for w in live3m jq live10m; do
     ht=$(ls "$work/$w".ht.*)
@@ -53,13 +54,13 @@ for w in live3m jq live10m; do
 done
 best "live10m memshim-report-2GB-limit" prlimit --as=2000000000 "$M" report "$work/live10m.ms"
 
-printf "%-34s %10s %12s %14s %12s\n" "report of" "wall s" "x htprint" "max RSS MiB" "x htprint"
-awk '{ k = $1 " " $2; wall[k] = $3; rss[k] = $4; order[++n] = k; w[k] = $1 }
+printf "%-34s %8s %10s %8s %10s %12s %10s\n" "report of" "wall s" "x htprint" "CPU s" "x htprint" "max RSS MiB" "x htprint"
+awk '{ k = $1 " " $2; wall[k] = $3; rss[k] = $4; cpu[k] = $5; order[++n] = k; w[k] = $1 }
 END {
     for (i = 1; i <= n; i++) {
         k = order[i]; h = w[k] " heaptrack_print"
         if (wall[k] >= 1e9) { printf "%-34s %10s\n", k, "failed"; continue }
-        printf "%-34s %10.2f %12.2f %14.1f %12.2f\n", k, wall[k], wall[k] / wall[h], rss[k] / 1024, rss[k] / rss[h]
+        printf "%-34s %8.2f %10.2f %8.2f %10.2f %12.1f %10.2f\n", k, wall[k], wall[k] / wall[h], cpu[k], cpu[k] / cpu[h], rss[k] / 1024, rss[k] / rss[h]
     }
 }' "$work/rows"
 for w in live3m jq live10m; do
