@@ -82,18 +82,35 @@ fn captured_hash(lend_python: bool, room: Option<usize>) -> u64 {
     hash
 }
 
-/// Enters the guard for a heap hook, before the real call: `None` when heap calls are off or this
-/// thread is inside the shim already (the call then goes straight to the allocator, unrecorded).
-/// Held across the real call, the guard makes whatever the allocator itself does pass straight
-/// through: jemalloc's and tcmalloc's own `mmap`s (part of the heap already, not the program's
-/// mappings) are not recorded, and no stack is captured while the allocator holds its locks (the
-/// capture's first touch of libunwind's thread-locals allocates, which would wait on them).
+/// Who a heap call is for.
+pub enum HeapCall {
+    /// A program's call, to be recorded; the guard is held across the real call.
+    Traced(guard::Guard),
+    /// A call made inside the shim (one of its threads, or a program thread in a hook): served by
+    /// the shim's own heap, never recorded, and no allocator arena is made for a shim thread.
+    Shim,
+    /// Heap calls are not recorded (`MEMSHIM_HEAP=0`): straight to the allocator.
+    Untraced,
+}
+
+/// Enters the guard for a heap hook, before the real call. Held across the real call, the guard
+/// makes whatever the allocator itself does pass straight through: jemalloc's and tcmalloc's own
+/// `mmap`s (part of the heap already, not the program's mappings) are not recorded, and no stack is
+/// captured while the allocator holds its locks (the capture's first touch of libunwind's
+/// thread-locals allocates, which would wait on them).
 #[inline(always)]
-pub fn enter_heap() -> Option<guard::Guard> {
+pub fn enter_heap() -> HeapCall {
     if !channel::heap_enabled() {
-        return None;
+        return if guard::inside() {
+            HeapCall::Shim
+        } else {
+            HeapCall::Untraced
+        };
     }
-    guard::enter()
+    match guard::enter() {
+        Some(g) => HeapCall::Traced(g),
+        None => HeapCall::Shim,
+    }
 }
 
 /// A heap block was allocated (the hook holds the guard, see [`enter_heap`]).

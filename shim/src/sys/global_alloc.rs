@@ -1,59 +1,45 @@
-//! The shim's own Rust allocations go straight to the real allocator, never through its hooks, so
-//! they are never traced and can never recurse.
+//! The shim's own Rust allocations come from its own heap (`own_heap`), never from the traced
+//! allocator: they are never traced, can never recurse, and cost the program no allocator arena.
 //!
 //! # Safety
-//! `malloc` returns blocks aligned to at least 16 bytes (and to the size for smaller sizes), so it
-//! serves any layout with `align <= 16 && align <= size`; larger alignments use `memalign`. Every
-//! block is released with the real `free` of the same allocator.
+//! `own_heap::alloc` returns blocks aligned as asked (or null); every block is released with
+//! `own_heap::free`, or, when the heap's lock was held by this very thread (a re-entry from a signal
+//! handler) and the real allocator served it, with the real `free`: each block goes back to the
+//! allocator `own_heap::owns` says it came from.
 #![allow(unsafe_code)]
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::c_void;
 
-use crate::sys::real;
+use crate::sys::{own_heap, real};
 
 /// The allocator of the shim's own code.
-pub struct RealAllocator;
+pub struct ShimAllocator;
 
-const MALLOC_ALIGN: usize = 16;
-
-fn plain(layout: &Layout) -> bool {
-    layout.align() <= MALLOC_ALIGN && layout.align() <= layout.size()
+fn release(p: *mut c_void) {
+    if own_heap::owns(p) {
+        own_heap::free(p)
+    } else {
+        real::free(p)
+    }
 }
 
 // SAFETY: see the module note.
-unsafe impl GlobalAlloc for RealAllocator {
+unsafe impl GlobalAlloc for ShimAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if plain(&layout) {
-            real::malloc(layout.size()) as *mut u8
-        } else {
-            real::memalign(layout.align(), layout.size()) as *mut u8
-        }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if plain(&layout) {
-            real::calloc(1, layout.size()) as *mut u8
-        } else {
-            let p = real::memalign(layout.align(), layout.size()) as *mut u8;
-            if !p.is_null() {
-                // SAFETY: `p` is a fresh block of layout.size() bytes.
-                unsafe { std::ptr::write_bytes(p, 0, layout.size()) };
-            }
-            p
-        }
+        own_heap::alloc(layout.size(), layout.align()) as *mut u8
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
-        real::free(ptr as *mut c_void)
+        release(ptr as *mut c_void)
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let new_layout = Layout::from_size_align(new_size, layout.align());
-        if plain(&layout) && new_layout.as_ref().is_ok_and(plain) {
-            return real::realloc(ptr as *mut c_void, new_size) as *mut u8;
+        let p = ptr as *mut c_void;
+        if layout.align() <= 16 && own_heap::owns(p) {
+            return own_heap::realloc(p, new_size) as *mut u8;
         }
-        let Ok(new_layout) = new_layout else {
+        let Ok(new_layout) = Layout::from_size_align(new_size, layout.align()) else {
             return std::ptr::null_mut();
         };
         // SAFETY: a fresh block of the new layout; the old one holds at least min(old, new) bytes.
