@@ -250,6 +250,7 @@ pub(crate) fn flush_now(timeout: Duration) -> bool {
     }
     let seq = FLUSH_ASKED.fetch_add(1, Ordering::AcqRel) + 1;
     send(Msg::Flush(seq));
+    sys::doorbell::ring();
     let deadline = clock::monotonic_ns() + timeout.as_nanos() as u64;
     while FLUSHED.load(Ordering::Acquire) < seq {
         if clock::monotonic_ns() >= deadline || STATE.load(Ordering::Acquire) != RUNNING {
@@ -335,6 +336,7 @@ pub fn end_on_signal(sig: i32) {
     let _ = SIGNAL_END.compare_exchange(0, sig, Ordering::AcqRel, Ordering::Acquire);
     // Later events are not the program's last moment any more: stop recording them.
     STATE.store(STOPPED, Ordering::Release);
+    sys::doorbell::ring();
     let deadline = clock::monotonic_ns() + SIGNAL_WAIT.as_nanos() as u64;
     while !SIGNAL_END_DONE.load(Ordering::Acquire) && clock::monotonic_ns() < deadline {
         sys::nap_signal_safe(Duration::from_millis(1));

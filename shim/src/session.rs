@@ -204,6 +204,9 @@ pub fn finish(reason: EndReason) -> bool {
         reason,
         ack: ack_tx,
     });
+    // The writer may be in its longest nap: every millisecond here is one more the program's other
+    // threads run after the program tore itself down (see `sys::doorbell`).
+    sys::doorbell::ring();
     let _ = ack_rx.recv_timeout(EXIT_WAIT);
     // The heap may have run dry on the way: the writer then drops the request and ends the trace.
     wait_for_memory_end();

@@ -1,9 +1,9 @@
 //! The malloc family. C++ `new`/`delete`, `strdup` and friends arrive here through `malloc`/`free`.
 //!
 //! Each hook enters the guard before the real call and holds it until the call is recorded (see
-//! `recorder::enter_heap`). A call made inside the shim (its own threads, or a hook's own work on a
-//! program thread) is served by the shim's own heap; `free` and `realloc` hand that heap's blocks
-//! back to it whichever thread calls them.
+//! `recorder::enter_heap`). A call made on one of the shim's own threads is served by the shim's own
+//! heap (a hook's own work on a program thread goes to the real allocator, untraced); `free` and
+//! `realloc` hand that heap's blocks back to it whichever thread calls them.
 use std::ffi::{c_int, c_void};
 
 use memshim_trace::AllocFn;
@@ -45,7 +45,8 @@ pub extern "C" fn free(p: *mut c_void) {
     }
     let g = match recorder::enter_heap() {
         HeapCall::Traced(g) => g,
-        HeapCall::Shim | HeapCall::Untraced => return real::free(p),
+        HeapCall::Shim => return crate::sys::handed_back::free(p),
+        HeapCall::Untraced => return real::free(p),
     };
     recorder::on_free(&g, p, false);
     real::free(p);

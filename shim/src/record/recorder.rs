@@ -86,10 +86,13 @@ fn captured_hash(lend_python: bool, room: Option<usize>) -> u64 {
 pub enum HeapCall {
     /// A program's call, to be recorded; the guard is held across the real call.
     Traced(guard::Guard),
-    /// A call made inside the shim (one of its threads, or a program thread in a hook): served by
-    /// the shim's own heap, never recorded, and no allocator arena is made for a shim thread.
+    /// A call made on one of the shim's own threads: served by the shim's own heap, never
+    /// recorded, so the program's allocator never makes an arena (64 MiB of address space) for it.
     Shim,
-    /// Heap calls are not recorded (`MEMSHIM_HEAP=0`): straight to the allocator.
+    /// Not recorded and straight to the allocator: heap calls are not recorded (`MEMSHIM_HEAP=0`),
+    /// or a program thread is inside a hook (the unwinder's own allocations). A program thread
+    /// already has its arena and per-thread cache; sending those calls to the shim's heap, one lock
+    /// for every thread, made 300 Python threads queue on it.
     Untraced,
 }
 
@@ -101,7 +104,7 @@ pub enum HeapCall {
 #[inline(always)]
 pub fn enter_heap() -> HeapCall {
     if !channel::heap_enabled() {
-        return if guard::inside() {
+        return if guard::helper_thread() {
             HeapCall::Shim
         } else {
             HeapCall::Untraced
@@ -109,7 +112,8 @@ pub fn enter_heap() -> HeapCall {
     }
     match guard::enter() {
         Some(g) => HeapCall::Traced(g),
-        None => HeapCall::Shim,
+        None if guard::helper_thread() => HeapCall::Shim,
+        None => HeapCall::Untraced,
     }
 }
 

@@ -6,7 +6,9 @@
 #![allow(unsafe_code)]
 pub(crate) mod bootstrap;
 pub(crate) mod clock;
+pub(crate) mod doorbell;
 pub(crate) mod global_alloc;
+pub(crate) mod handed_back;
 pub(crate) mod leaked;
 pub(crate) mod own_heap;
 pub(crate) mod owned_fds;
