@@ -41,6 +41,7 @@
 // recording path is unused there.
 #![cfg_attr(test, allow(dead_code))]
 
+mod alt_stack;
 mod channel;
 mod config;
 mod crash;

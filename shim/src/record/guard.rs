@@ -136,9 +136,25 @@ pub fn stack_room() -> Option<usize> {
         let main_thread = tid() == crate::sys::getpid();
         low = crate::record::stack_bounds::stack_low(here, main_thread).unwrap_or(UNKNOWN_STACK);
         set(key, low);
+        // The shim's first sight of this thread: the crash handler needs room to run should it
+        // overflow its stack (the main thread got its room at start).
+        if !main_thread && !helper_thread() {
+            crate::alt_stack::init_thread();
+        }
     }
     let here = &low as *const usize as usize;
     (low != UNKNOWN_STACK).then(|| here.saturating_sub(low))
+}
+
+/// The low end of the calling thread's stack as [`stack_room`] last read it, if it did: a cached
+/// value only, for a signal handler.
+pub fn known_stack_low() -> Option<usize> {
+    let key = STACK_LOW.load(Ordering::Acquire);
+    if key == NO_KEY {
+        return None;
+    }
+    let low = get(key);
+    (low != 0 && low != UNKNOWN_STACK).then_some(low)
 }
 
 /// Forgets the cached thread id (after fork the surviving thread has a new one).

@@ -357,6 +357,12 @@ pub fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
     q
 }
 
+/// True when the calling thread holds the heap's lock (a signal handler asking whether anything
+/// it waits for could need it).
+pub fn held_here() -> bool {
+    LOCK.load(Ordering::Relaxed) == me()
+}
+
 /// Registers the fork handlers (fork waits for the lock, so a child never inherits it held by a
 /// thread it does not have) and `on_exhausted`, called once when the kernel first refuses memory
 /// (only atomics: it runs under the heap's lock). Called once, at start, before any helper thread
