@@ -2,7 +2,7 @@
 # Side-by-side overhead benchmark: the malloc-heavy workload bare, under memshim (full stacks; thin
 # sampling of one allocation per 512 KiB, the production mode; and sampling with every event
 # recorded) and under heaptrack, interleaved over ROUNDS rounds; prints one table of ratios against
-# the bare run.
+# the bare run; then the report at scale side by side with heaptrack_print (benches/report_scale.sh).
 # Usage: bash benches/run.sh   (from the repository root; installs heaptrack from Debian if missing)
 # Environment: ROUNDS (default 3), N (allocations, default 2000000), TORCH_PY (a Python with PyTorch:
 # adds the PyTorch CPU training loop's rows).
@@ -15,6 +15,7 @@ need=()
 command -v heaptrack >/dev/null 2>&1 || need+=(heaptrack)
 [ -x /usr/bin/time ] || need+=(time)
 command -v bc >/dev/null 2>&1 || need+=(bc)
+command -v jq >/dev/null 2>&1 || need+=(jq)
 if [ ${#need[@]} -gt 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
@@ -125,3 +126,5 @@ if [ -s "$steps" ]; then
     }' "$steps"
 fi
 echo "($ROUNDS interleaved rounds, $N allocations; $(nproc) cores, $(uname -m))"
+echo
+ROUNDS=$ROUNDS bash benches/report_scale.sh

@@ -1,25 +1,120 @@
 //! A map keyed by address for the per-event lookups of the heap analyses (live blocks, freed
 //! blocks). Those maps hold the live set, larger than the cache, and their probes were most of a
-//! replay's time, each one a cache miss. Here an entry sits in one flat array at a place computed
+//! replay's time, each one a cache miss. Here an entry sits in a flat array at a place computed
 //! from its address alone (open addressing, linear probing), so the replay can
 //! [`prefetch`](AddrMap::prefetch) it several events before it is needed.
 //!
-//! The table stays at most half full, so a lookup reads one or two neighbouring entries, and it
-//! only grows: memory follows the largest number of entries held at once.
+//! Memory is what bounds a replay of millions of live blocks, so the map is kept full: the entries
+//! are split by hash into [`SEGMENTS`] tables that each grow on their own, by a quarter, once four
+//! fifths full. A table of any size works because the slot is the hash scaled to it (a multiply,
+//! not a mask), so the map holds between 64% and 80% of its slots, and growing copies one segment at
+//! a time: the old and new arrays of a single segment are all that is ever held twice. It only
+//! grows: memory follows the largest number of entries held at once.
+//!
+//! Never: keep tombstones (a removal shifts the entries after it back), or rehash everything at once.
 
 /// Multiplier of Fibonacci hashing: the high bits of `addr * K` spread aligned addresses evenly.
 const K: u64 = 0x9E37_79B9_7F4A_7C15;
-/// The smallest table allocated.
-const MIN_SLOTS: usize = 16;
+/// The hash's top bits pick a segment.
+const SEGMENT_BITS: u32 = 6;
+/// Tables the entries are split into.
+pub const SEGMENTS: usize = 1 << SEGMENT_BITS;
+/// The smallest table of a segment.
+const MIN_SLOTS: usize = 8;
+
+/// One segment: (address, value) slots, address 0 marking an empty one.
+#[derive(Clone, Debug, Default)]
+struct Segment<V> {
+    slots: Vec<(u64, V)>,
+    len: usize,
+}
 
 /// Values by address.
 #[derive(Clone, Debug, Default)]
 pub struct AddrMap<V> {
-    /// (address, value); address 0 marks an empty slot (the entry for 0 itself is `zero`).
-    slots: Vec<(u64, V)>,
+    /// Empty until the first entry; then [`SEGMENTS`] of them.
+    segments: Vec<Segment<V>>,
+    /// The entry for address 0 (which marks empty slots).
     zero: Option<V>,
-    /// Entries in `slots`.
+    /// Entries in `segments`.
     len: usize,
+}
+
+/// The segment of `addr`'s hash and the hash bits left for the slot within it.
+fn split(addr: u64) -> (usize, u64) {
+    let h = addr.wrapping_mul(K);
+    ((h >> (64 - SEGMENT_BITS)) as usize, h << SEGMENT_BITS)
+}
+
+/// The slot of a table of `n` slots where the search for hash bits `h` starts.
+fn home(h: u64, n: usize) -> usize {
+    ((u128::from(h) * n as u128) >> 64) as usize
+}
+
+impl<V: Copy + Default> Segment<V> {
+    /// The slot holding `addr` (hash bits `h`), or the empty one where it would go (not full).
+    fn find(&self, addr: u64, h: u64) -> usize {
+        let n = self.slots.len();
+        let mut i = home(h, n);
+        loop {
+            let key = self.slots[i].0;
+            if key == addr || key == 0 {
+                return i;
+            }
+            i += 1;
+            if i == n {
+                i = 0;
+            }
+        }
+    }
+
+    /// Grows the table by a quarter and places every entry again.
+    fn grow(&mut self) {
+        let n = self.slots.len();
+        let size = (n + n / 4).max(n + MIN_SLOTS);
+        let old = std::mem::replace(&mut self.slots, vec![(0, V::default()); size]);
+        for (addr, value) in old.into_iter().filter(|s| s.0 != 0) {
+            let i = self.find(addr, split(addr).1);
+            self.slots[i] = (addr, value);
+        }
+    }
+
+    /// True when one more entry would fill more than four fifths of the table.
+    fn is_full(&self) -> bool {
+        5 * (self.len + 1) > 4 * self.slots.len()
+    }
+
+    fn remove(&mut self, addr: u64, h: u64) -> Option<V> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let mut hole = self.find(addr, h);
+        if self.slots[hole].0 != addr {
+            return None;
+        }
+        let value = self.slots[hole].1;
+        self.len -= 1;
+        // Backward-shift deletion: move up each later entry of the run whose search would pass the
+        // hole, so no search stops early at it.
+        let n = self.slots.len();
+        let behind = |from: usize, to: usize| if to >= from { to - from } else { to + n - from };
+        let mut i = hole;
+        loop {
+            i = if i + 1 == n { 0 } else { i + 1 };
+            let key = self.slots[i].0;
+            if key == 0 {
+                break;
+            }
+            // The entry at `i` may move to `hole` when its home is not in (hole, i], cyclically.
+            let start = home(split(key).1, n);
+            if behind(start, i) >= behind(hole, i) {
+                self.slots[hole] = self.slots[i];
+                hole = i;
+            }
+        }
+        self.slots[hole] = (0, V::default());
+        Some(value)
+    }
 }
 
 impl<V: Copy + Default> AddrMap<V> {
@@ -33,27 +128,20 @@ impl<V: Copy + Default> AddrMap<V> {
         self.len() == 0
     }
 
-    /// The slot where the search for `addr` starts (the table is not empty).
-    fn home(&self, addr: u64) -> usize {
-        let bits = self.slots.len().trailing_zeros();
-        (addr.wrapping_mul(K) >> (64 - bits)) as usize
-    }
-
-    /// The slot holding `addr`, or the empty one where it would go.
-    fn find(&self, addr: u64) -> usize {
-        let mask = self.slots.len() - 1;
-        let mut i = self.home(addr);
-        while self.slots[i].0 != addr && self.slots[i].0 != 0 {
-            i = (i + 1) & mask;
-        }
-        i
+    /// Slots allocated, all segments together: what the map costs is this many (address, value).
+    pub fn slots(&self) -> usize {
+        self.segments.iter().map(|s| s.slots.len()).sum()
     }
 
     /// Hints the processor to fetch the entry of `addr` into the cache now, so that a lookup a few
     /// events later does not wait for memory.
     pub fn prefetch(&self, addr: u64) {
-        if !self.slots.is_empty() {
-            super::prefetch::prefetch(&self.slots[self.home(addr)]);
+        if self.len == 0 {
+            return;
+        }
+        let (seg, h) = split(addr);
+        if let Some(s) = self.segments.get(seg).filter(|s| !s.slots.is_empty()) {
+            super::prefetch::prefetch(&s.slots[home(h, s.slots.len())]);
         }
     }
 
@@ -62,10 +150,9 @@ impl<V: Copy + Default> AddrMap<V> {
         if addr == 0 {
             return self.zero.as_ref();
         }
-        if self.slots.is_empty() {
-            return None;
-        }
-        let slot = &self.slots[self.find(addr)];
+        let (seg, h) = split(addr);
+        let s = self.segments.get(seg).filter(|s| !s.slots.is_empty())?;
+        let slot = &s.slots[s.find(addr, h)];
         (slot.0 == addr).then_some(&slot.1)
     }
 
@@ -79,14 +166,20 @@ impl<V: Copy + Default> AddrMap<V> {
         if addr == 0 {
             return self.zero.replace(value);
         }
-        if 2 * (self.len + 1) > self.slots.len() {
-            self.grow();
+        if self.segments.is_empty() {
+            self.segments = vec![Segment::default(); SEGMENTS];
         }
-        let i = self.find(addr);
-        if self.slots[i].0 == addr {
-            return Some(std::mem::replace(&mut self.slots[i].1, value));
+        let (seg, h) = split(addr);
+        let s = &mut self.segments[seg];
+        if s.is_full() {
+            s.grow();
         }
-        self.slots[i] = (addr, value);
+        let i = s.find(addr, h);
+        if s.slots[i].0 == addr {
+            return Some(std::mem::replace(&mut s.slots[i].1, value));
+        }
+        s.slots[i] = (addr, value);
+        s.len += 1;
         self.len += 1;
         None
     }
@@ -96,54 +189,24 @@ impl<V: Copy + Default> AddrMap<V> {
         if addr == 0 {
             return self.zero.take();
         }
-        if self.slots.is_empty() {
+        if self.len == 0 {
             return None;
         }
-        let mut hole = self.find(addr);
-        if self.slots[hole].0 != addr {
-            return None;
-        }
-        let value = self.slots[hole].1;
+        let (seg, h) = split(addr);
+        let value = self.segments.get_mut(seg)?.remove(addr, h)?;
         self.len -= 1;
-        // Backward-shift deletion: move up each later entry of the run whose search would pass the
-        // hole, so no search stops early at it (no tombstones to clean up later).
-        let mask = self.slots.len() - 1;
-        let mut i = hole;
-        loop {
-            i = (i + 1) & mask;
-            let key = self.slots[i].0;
-            if key == 0 {
-                break;
-            }
-            // The entry at `i` may move to `hole` when its home is not in (hole, i], cyclically.
-            let home = self.home(key);
-            if (i.wrapping_sub(home) & mask) >= (i.wrapping_sub(hole) & mask) {
-                self.slots[hole] = self.slots[i];
-                hole = i;
-            }
-        }
-        self.slots[hole] = (0, V::default());
         Some(value)
     }
 
     /// Every entry as (address, value), in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (u64, &V)> + '_ {
         let zero = self.zero.as_ref().map(|v| (0, v));
-        self.slots
+        self.segments
             .iter()
+            .flat_map(|s| s.slots.iter())
             .filter(|s| s.0 != 0)
             .map(|s| (s.0, &s.1))
             .chain(zero)
-    }
-
-    /// Doubles the table and places every entry again.
-    fn grow(&mut self) {
-        let size = (self.slots.len() * 2).max(MIN_SLOTS);
-        let old = std::mem::replace(&mut self.slots, vec![(0, V::default()); size]);
-        for (addr, value) in old.into_iter().filter(|s| s.0 != 0) {
-            let i = self.find(addr);
-            self.slots[i] = (addr, value);
-        }
     }
 }
 
@@ -180,6 +243,33 @@ mod tests {
         all.sort_unstable();
         want.sort_unstable();
         assert_eq!(all, want);
+    }
+
+    #[test]
+    fn stays_between_64_and_80_percent_full_as_it_grows() {
+        let mut m = AddrMap::<u64>::default();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for i in 1..=300_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Heap-like addresses: 16-byte aligned, dense in a few regions.
+            let addr = (x & 0x3ff_fff0) | ((x >> 60) << 40);
+            m.insert(addr, i);
+            if i % 1000 == 0 && m.len() > 100 * SEGMENTS {
+                let (len, slots) = (m.len(), m.slots());
+                assert!(5 * len <= 4 * slots, "{len} in {slots}: over 80% full");
+                // Each segment is at least 64% full right after it grew (plus rounding).
+                assert!(100 * len >= 60 * slots, "{len} in {slots}: under 60% full");
+            }
+        }
+        let live: Vec<u64> = m.iter().map(|(a, _)| a).collect();
+        assert_eq!(live.len(), m.len());
+        for a in live {
+            assert!(m.remove(a).is_some());
+        }
+        assert!(m.is_empty());
+        assert_eq!(m.iter().count(), 0);
     }
 
     #[test]

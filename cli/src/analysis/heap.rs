@@ -3,25 +3,22 @@
 //! else, as heaptrack defines them).
 use rustc_hash::FxHashMap as HashMap;
 
-use super::{addr_map::AddrMap, SiteStats};
-
-#[derive(Clone, Copy, Debug, Default)]
-struct Block {
-    size: u64,
-    stack: u32,
-    /// Which allocation this was (the running count when it was made): tells a reused address apart.
-    serial: u64,
-    /// How many blocks like it this one stands for (1 without sampling).
-    weight: f64,
-}
+use super::addr_map::AddrMap;
+use super::live_blocks::{Block, LiveBlocks};
+use super::SiteStats;
 
 /// The heap analysis state.
 #[derive(Default, Debug)]
 pub struct Heap {
-    live: AddrMap<Block>,
+    live: LiveBlocks,
+    /// Identities handed out for live blocks (see [`Heap::block_identity`]), by address: only blocks
+    /// something asked about have one, so a block costs nothing for it.
+    identities: AddrMap<u64>,
+    next_identity: u64,
     sites: HashMap<u32, SiteStats>,
     last_alloc: HashMap<u32, u64>,
-    realloc_freed: HashMap<u32, (u64, Block)>,
+    /// The block each thread's last realloc freed, with its identity, until the thread allocates.
+    realloc_freed: HashMap<u32, (u64, Block, Option<u64>)>,
     /// Live (bytes, blocks) per site when the peak was reached, kept up to date by copying only the
     /// sites that changed since the last peak.
     at_peak: HashMap<u32, (u64, u64)>,
@@ -59,13 +56,13 @@ impl Heap {
         let block = Block {
             size,
             stack,
-            serial: self.allocations,
             weight: self.weight(size, stack),
         };
         // One lookup for both: the map is large and each probe is likely a cache miss.
         if let Some(old) = self.live.insert(addr, block) {
             // Its free was never seen (freed through a path the shim does not see): forget it.
             self.release(old, t);
+            self.take_identity(addr);
         }
         let site = self.sites.entry(stack).or_default();
         site.est_live_bytes += block.weight * size as f64;
@@ -103,10 +100,11 @@ impl Heap {
         self.last_t = self.last_t.max(t);
         self.frees += 1;
         self.release(block, t);
+        let identity = self.take_identity(addr);
         self.series.push(t, self.live_bytes);
         let last = self.last_alloc.remove(&tid);
         if realloc {
-            self.realloc_freed.insert(tid, (addr, block));
+            self.realloc_freed.insert(tid, (addr, block, identity));
         } else if last == Some(addr) {
             self.temporary += 1;
         }
@@ -115,10 +113,18 @@ impl Heap {
 
     /// A realloc failed: its block, freed a moment ago on this thread, is live again.
     pub fn realloc_failed(&mut self, tid: u32, addr: u64) {
-        if let Some((a, block)) = self.realloc_freed.remove(&tid) {
+        if let Some((a, block, identity)) = self.realloc_freed.remove(&tid) {
             if a == addr {
                 self.frees -= 1;
                 self.live.insert(addr, block);
+                match identity {
+                    Some(id) => {
+                        self.identities.insert(addr, id);
+                    }
+                    None => {
+                        self.take_identity(addr);
+                    }
+                }
                 let site = self.sites.entry(block.stack).or_default();
                 site.live_count += 1;
                 site.live_bytes += block.size;
@@ -153,6 +159,11 @@ impl Heap {
     /// Every live block as (address, size), in no particular order.
     pub fn live_blocks(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.live.iter().map(|(a, b)| (a, b.size))
+    }
+
+    /// Bytes the live-block tables take.
+    pub fn live_table_bytes(&self) -> usize {
+        self.live.table_bytes()
     }
 
     /// The sites holding memory when the peak was reached, with what they held then (live bytes and
@@ -191,7 +202,7 @@ impl Heap {
     /// The usable size of the sampled block at `addr` (thin sampling), which its chance of being
     /// sampled depended on: its weight is made again from it.
     pub fn usable(&mut self, addr: u64, usable: u64) {
-        let Some(&block) = self.live.get(addr) else {
+        let Some(block) = self.live.get(addr) else {
             return;
         };
         let weight = self.weight(usable, block.stack);
@@ -216,9 +227,27 @@ impl Heap {
         self.live.get(addr).map(|b| b.stack)
     }
 
-    /// The identity of the live block that starts at `addr`, if one does.
-    pub fn block_serial(&self, addr: u64) -> Option<u64> {
-        self.live.get(addr).map(|b| b.serial)
+    /// The identity of the live block that starts at `addr`, if one does: the same number for as
+    /// long as that block lives (a realloc that failed included), another for the next block there.
+    pub fn block_identity(&mut self, addr: u64) -> Option<u64> {
+        if !self.live.contains(addr) {
+            return None;
+        }
+        if let Some(&id) = self.identities.get(addr) {
+            return Some(id);
+        }
+        let id = self.next_identity;
+        self.next_identity += 1;
+        self.identities.insert(addr, id);
+        Some(id)
+    }
+
+    /// Forgets the identity of the block at `addr`, which is gone; returns it.
+    fn take_identity(&mut self, addr: u64) -> Option<u64> {
+        if self.identities.is_empty() {
+            return None;
+        }
+        self.identities.remove(addr)
     }
 
     /// Blocks live now.

@@ -7,7 +7,8 @@
 //! new peak of free-held bytes, it takes the live blocks, sorted by address, and counts as holes the
 //! freed blocks that overlap no live block and have a live block less than 64 MiB above them (arenas
 //! grow upward; the main arena is contiguous and a thread arena's heap is at most 64 MiB, so a live
-//! block that close above is in the same arena, or at worst the next heap). The holes are grouped by
+//! block that close above is in the same arena, or at worst the next heap; `neighbours` finds those
+//! live blocks without sorting the live set). The holes are grouped by
 //! the power-of-two size class of the block whose free left them: the class whose blocks were freed
 //! among longer-lived neighbours comes first.
 //!
@@ -86,21 +87,18 @@ impl Holes {
             return;
         }
         self.snapshot_held = held;
-        let mut live: Vec<(u64, u64)> = live.collect();
-        live.sort_unstable();
-        let is_hole = |a: u64, size: u64| {
-            // The live block starting at or before `a`, and the first one after it.
-            let i = live.partition_point(|b| b.0 <= a);
-            let before = i.checked_sub(1).map(|j| live[j]);
-            let clear_below = before.is_none_or(|b| b.0 + b.1 <= a);
-            let held_above = live
-                .get(i)
-                .is_some_and(|b| b.0 >= a + size && b.0 - a < REGION);
+        let mut freed: Vec<(u64, u64)> = self.freed.iter().map(|(a, &s)| (a, s)).collect();
+        freed.sort_unstable();
+        let asked: Vec<u64> = freed.iter().map(|f| f.0).collect();
+        let near = super::neighbours::nearest(&asked, live);
+        let is_hole = |a: u64, size: u64, near: &super::neighbours::Nearest| {
+            let clear_below = near.below.is_none_or(|b| b.0 + b.1 <= a);
+            let held_above = near.above.is_some_and(|b| b >= a + size && b - a < REGION);
             clear_below && held_above
         };
         let mut by_class: BTreeMap<u64, (u64, u64, HashMap<u64, u64>)> = BTreeMap::new();
-        for (a, &size) in self.freed.iter() {
-            if !is_hole(a, size) {
+        for (&(a, size), near) in freed.iter().zip(&near) {
+            if !is_hole(a, size, near) {
                 continue;
             }
             let c = by_class.entry(size.next_power_of_two()).or_default();

@@ -114,10 +114,11 @@ pub(super) fn apply(r: &mut Replayed, ev: Event) {
         Record::CudaFailure(f) => r.device.failure(ev.t, ev.tid, f),
         Record::MemInfo(m) => r.device.mem_info(&m),
         Record::ManagedHint(h) => r.device.hint(&h),
-        Record::Copy(c) => r.transfers.copy(ev.t, ev.tid, &c, &r.device, &r.heap),
-        Record::TimedCopy(c) => r
-            .transfers
-            .timed_copy(ev.t, ev.tid, &c.copy, c.timer, &r.device, &r.heap),
+        Record::Copy(c) => r.transfers.copy(ev.t, ev.tid, &c, &r.device, &mut r.heap),
+        Record::TimedCopy(c) => {
+            r.transfers
+                .timed_copy(ev.t, ev.tid, &c.copy, c.timer, &r.device, &mut r.heap)
+        }
         Record::CopyTime(ct) => r.transfers.copy_time(&ct),
         Record::Cupti(state) => {
             r.unified.state = Some(state);

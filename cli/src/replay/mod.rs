@@ -7,7 +7,8 @@
 //! of at most 16 MiB encoded: see `memshim_trace::TraceReader`) plus the decoded events in flight
 //! between the two threads: at most `IN_FLIGHT_BYTES` encoded (see `budget`) plus one batch (at most
 //! `BATCH_BYTES` and one record). Everything else grows only with what the trace defines: live
-//! blocks (about 80 bytes each in the heap analysis), distinct stacks, modules and names.
+//! blocks (about 25 bytes each in the heap analysis: see `analysis::live_blocks`), distinct stacks,
+//! modules and names.
 use rustc_hash::FxHashMap as HashMap;
 use std::fs::File;
 use std::io::BufReader;

@@ -129,7 +129,7 @@ pub const TIMELINE_COPIES: usize = 20_000;
 impl Transfers {
     /// A copy; `device` knows which addresses are CUDA memory at this moment, `heap` which host
     /// blocks are live.
-    pub fn copy(&mut self, t: u64, tid: u32, c: &Transfer, device: &Device, heap: &Heap) {
+    pub fn copy(&mut self, t: u64, tid: u32, c: &Transfer, device: &Device, heap: &mut Heap) {
         self.record(t, tid, c, device, heap);
     }
 
@@ -141,7 +141,7 @@ impl Transfers {
         c: &Transfer,
         timer: u32,
         device: &Device,
-        heap: &Heap,
+        heap: &mut Heap,
     ) {
         if let Some((dir, host, timeline)) = self.record(t, tid, c, device, heap) {
             self.in_flight.insert(
@@ -183,7 +183,7 @@ impl Transfers {
         tid: u32,
         c: &Transfer,
         device: &Device,
-        heap: &Heap,
+        heap: &mut Heap,
     ) -> Option<(Direction, HostMemory, Option<usize>)> {
         if c.result != 0 {
             self.failed += 1;
@@ -203,8 +203,8 @@ impl Transfers {
             .unwrap_or(SIZE_BUCKETS.len());
         self.histogram[bucket] += 1;
         if dir == Direction::HtoD && host == HostMemory::Pageable {
-            if let Some(serial) = heap.block_serial(c.src) {
-                *self.repeated.entry((c.src, c.size, serial)).or_default() += 1;
+            if let Some(block) = heap.block_identity(c.src) {
+                *self.repeated.entry((c.src, c.size, block)).or_default() += 1;
             }
         }
         Some((dir, host, timeline))

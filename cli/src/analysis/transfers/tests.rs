@@ -40,12 +40,12 @@ fn host_side_is_classified_from_cuda_allocations() {
     let mut t = Transfers::default();
     let mut h = Heap::default();
     h.alloc(0, 1, 0x30_0000, 100, 3);
-    let run = |t: &mut Transfers, h: &Heap, api, dst, src, size, ns| {
+    let run = |t: &mut Transfers, h: &mut Heap, api, dst, src, size, ns| {
         t.copy(0, 1, &copy(api, dst, src, size, ns), &d, h);
     };
     run(
         &mut t,
-        &h,
+        &mut h,
         CopyApi::MemcpyHtoD,
         0x10_0000,
         0x20_0800,
@@ -54,21 +54,21 @@ fn host_side_is_classified_from_cuda_allocations() {
     );
     run(
         &mut t,
-        &h,
+        &mut h,
         CopyApi::MemcpyHtoDAsync,
         0x10_0000,
         0x30_0000,
         100,
         500,
     );
-    run(&mut t, &h, CopyApi::Memcpy, 0x30_0000, 0x10_0010, 50, 7);
-    run(&mut t, &h, CopyApi::Memcpy, 0x10_0000, 0x10_0800, 50, 7);
+    run(&mut t, &mut h, CopyApi::Memcpy, 0x30_0000, 0x10_0010, 50, 7);
+    run(&mut t, &mut h, CopyApi::Memcpy, 0x10_0000, 0x10_0800, 50, 7);
     // The same address, freed and allocated again, is another buffer.
     h.free(0, 1, 0x30_0000, false);
     h.alloc(0, 1, 0x30_0000, 100, 3);
     run(
         &mut t,
-        &h,
+        &mut h,
         CopyApi::MemcpyHtoD,
         0x10_0000,
         0x30_0000,
@@ -103,16 +103,16 @@ fn copies_between_allocations_on_two_gpus_are_peer_copies() {
             stack: 0,
         },
     );
-    let (mut t, h) = (Transfers::default(), Heap::default());
+    let (mut t, mut h) = (Transfers::default(), Heap::default());
     for api in [CopyApi::MemcpyAsync, CopyApi::MemcpyDtoD] {
-        t.copy(0, 1, &copy(api, 0x40_0000, 0x10_0000, 64, 1), &d, &h);
+        t.copy(0, 1, &copy(api, 0x40_0000, 0x10_0000, 64, 1), &d, &mut h);
     }
     t.copy(
         0,
         1,
         &copy(CopyApi::Memcpy, 0x10_0800, 0x10_0000, 64, 1),
         &d,
-        &h,
+        &mut h,
     );
     assert_eq!(t.by_kind[&(Direction::Peer, HostMemory::Device)].count, 2);
     assert_eq!(t.by_kind[&(Direction::DtoD, HostMemory::Device)].count, 1);
@@ -123,11 +123,11 @@ fn gpu_times_join_their_copies_by_timer() {
     let mut d = Device::default();
     alloc(&mut d, DeviceMemory::Device, 0x10_0000, 0x1000);
     alloc(&mut d, DeviceMemory::PinnedHost, 0x20_0000, 0x1000);
-    let h = Heap::default();
+    let mut h = Heap::default();
     let mut t = Transfers::default();
     let c = copy(CopyApi::MemcpyHtoDAsync, 0x10_0000, 0x20_0000, 4096, 100);
-    t.timed_copy(5, 1, &c, 7, &d, &h);
-    t.timed_copy(6, 1, &c, 8, &d, &h);
+    t.timed_copy(5, 1, &c, 7, &d, &mut h);
+    t.timed_copy(6, 1, &c, 8, &d, &mut h);
     // A time for a copy never seen (dropped), and one that comes twice, change nothing.
     t.copy_time(&CopyTime {
         timer: 99,
