@@ -43,6 +43,10 @@ pub enum Command {
         /// same as MEMSHIM_SAMPLE_BYTES=SIZE.
         #[arg(long, value_name = "SIZE", value_parser = crate::byte_size::parse)]
         sample: Option<u64>,
+        /// With --fail-on: leaks to leave out of the limits, in LeakSanitizer's format (see
+        /// `memshim report --suppressions`).
+        #[arg(long, value_name = "FILE")]
+        suppressions: Option<PathBuf>,
         /// The command and its arguments (put them after `--`).
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         command: Vec<String>,
@@ -88,6 +92,17 @@ pub enum Command {
         /// still held at exit.
         #[arg(long = "fail-on", value_name = "LIMIT")]
         fail_on: Vec<crate::gate::Limit>,
+        /// Show every frame of a stack: by default start-up frames (`_start`, `__libc_start_main`),
+        /// Python's import machinery and CPython's own frames around Python code are left out
+        /// (the JSON report keeps them, marked `hidden`).
+        #[arg(long)]
+        all_frames: bool,
+        /// Leaks to set apart from the program's, in LeakSanitizer's format: `leak:PATTERN` lines
+        /// (PATTERN a function, file or module name of any frame, `*` for any characters) and `#`
+        /// comments. Suppressed bytes are reported apart, with the rule, and `--fail-on
+        /// leaked-heap` does not count them.
+        #[arg(long, value_name = "FILE")]
+        suppressions: Option<PathBuf>,
     },
     /// Measure this machine's ceilings (host memory bandwidth; GPU copy bandwidth from pageable and
     /// pinned memory) and store them, so reports compare achieved bandwidth against them.
@@ -147,6 +162,10 @@ pub enum Command {
         /// Hide home directories, the user and host names, as `report --redact` does.
         #[arg(long)]
         redact: bool,
+        /// Keep every frame in collapsed stacks and speedscope profiles (start-up, import machinery
+        /// and interpreter frames are left out by default, as in `report`).
+        #[arg(long)]
+        all_frames: bool,
     },
     /// Show a trace's header, event counts, dropped events and whether it is truncated.
     Info {

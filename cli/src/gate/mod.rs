@@ -123,10 +123,11 @@ fn broken(report: &Report, limit: Limit) -> Option<String> {
     ))
 }
 
-/// The program's own bytes of a leak class: what the CUDA driver keeps for itself until exit is not
-/// the program's to free.
+/// The program's own bytes of a leak class: what the CUDA driver keeps for itself until exit, what
+/// system code allocates once by design and what `--suppressions` matched are not the program's to
+/// free.
 fn own_bytes(c: &LeakClass) -> u64 {
-    c.bytes - c.driver_bytes
+    c.program_bytes()
 }
 
 /// What a process left allocated on its GPUs: with PyTorch's allocator seen, the tensors still held
@@ -146,9 +147,7 @@ fn top_leak(procs: &[Process], class: fn(&Process) -> &LeakClass) -> Option<Stri
         .iter()
         .flat_map(|p| {
             class(p)
-                .sites
-                .iter()
-                .filter(|s| s.owner != "cuda_driver")
+                .program_sites()
                 .map(move |s| (p, s, s.estimated.as_ref().map_or(s.bytes, |e| e.bytes)))
         })
         // The first of equal sites (in the report's order), so the line is the same run after run.

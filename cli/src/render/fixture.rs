@@ -11,6 +11,9 @@ fn frame(function: &str, file: &str, line: u32) -> FrameOut {
         module: Some("/app/train".into()),
         address: "0x401234".into(),
         main_thread: false,
+        offset: None,
+        hidden: None,
+        short_file: None,
     }
 }
 
@@ -24,12 +27,16 @@ fn py(function: &str, line: u32, main_thread: bool) -> FrameOut {
         module: None,
         address: "0x8000000100000010".into(),
         main_thread,
+        offset: None,
+        hidden: None,
+        short_file: None,
     }
 }
 
 pub(crate) fn site(bytes: u64, count: u64, frames: Vec<FrameOut>) -> Site {
     Site {
         owner: "program",
+        suppressed_by: None,
         bytes,
         count,
         allocations: count * 2,

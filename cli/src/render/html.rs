@@ -36,6 +36,11 @@ fn trim(v: &mut serde_json::Value) {
             for (k, val) in map.iter_mut() {
                 if k == "frames" {
                     if let Value::Array(frames) = val {
+                        // The frames the other reports hide (start-up, import machinery, the
+                        // interpreter) stay in the JSON report only.
+                        if frames.iter().any(|f| f.get("hidden").is_none()) {
+                            frames.retain(|f| f.get("hidden").is_none());
+                        }
                         frames.truncate(MAX_FRAMES);
                         frames.iter_mut().for_each(slim_frame);
                     }
@@ -52,8 +57,32 @@ fn slim_frame(f: &mut serde_json::Value) {
     let Some(map) = f.as_object_mut() else {
         return;
     };
+    // The page names a file as the text report does (a Python file from its package, else the
+    // file's own name) and an unnamed frame by its module and offset.
+    let short = map
+        .remove("short_file")
+        .and_then(|v| v.as_str().map(str::to_string))
+        .or_else(|| {
+            map.get("file")
+                .and_then(|v| v.as_str())
+                .map(|f| f.rsplit('/').next().unwrap_or(f).to_string())
+        });
+    if let Some(short) = short {
+        map.insert("file".into(), serde_json::Value::String(short));
+    }
+    let module = map.remove("module");
+    let offset = map.remove("offset");
+    if map.get("function").is_none_or(|v| v.is_null()) {
+        if let (Some(m), Some(o)) = (
+            module.as_ref().and_then(|v| v.as_str()),
+            offset.as_ref().and_then(|v| v.as_str()),
+        ) {
+            let m = m.rsplit('/').next().unwrap_or(m);
+            map.insert("function".into(), format!("{m}+{o}").into());
+        }
+    }
     map.remove("address");
-    map.remove("module");
+    map.remove("hidden");
     for key in ["function", "file"] {
         if let Some(serde_json::Value::String(s)) = map.get_mut(key) {
             if s.chars().count() > MAX_NAME {

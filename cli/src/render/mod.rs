@@ -6,6 +6,7 @@ pub mod markdown;
 mod markdown_cells;
 mod markdown_torch;
 pub mod numa_lines;
+mod set_apart;
 pub mod text;
 
 use std::io::{self, Write};

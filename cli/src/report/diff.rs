@@ -166,13 +166,13 @@ fn process(b: &Process, a: &Process) -> ProcessDiff {
 }
 
 fn own(c: &LeakClass) -> u64 {
-    c.bytes - c.driver_bytes
+    c.program_bytes()
 }
 
 /// The program's sites by their function names: (bytes, count), summed when names coincide.
 fn by_key(c: &LeakClass) -> BTreeMap<Vec<String>, (u64, u64)> {
     let mut m: BTreeMap<Vec<String>, (u64, u64)> = BTreeMap::new();
-    for s in c.sites.iter().filter(|s| s.owner != "cuda_driver") {
+    for s in c.program_sites() {
         let e = m.entry(key(&s.frames)).or_default();
         e.0 += s.bytes;
         e.1 += s.count;

@@ -32,6 +32,7 @@ pub fn leak_class_grouped(
             let frames = frames(t, sym, id);
             Site {
                 owner: super::owner::owner(&frames),
+                suppressed_by: None,
                 bytes: s.live_bytes,
                 count: s.live_count,
                 allocations: s.allocations,
@@ -48,11 +49,19 @@ pub fn leak_class_grouped(
     let unsampled_bytes = unsampled.map_or(0, |s| s.live_bytes);
     let unsampled_count = unsampled.map_or(0, |s| s.live_count);
     let driver = || list.iter().filter(|s| s.owner == "cuda_driver");
+    let by_design = || {
+        list.iter()
+            .filter(|s| super::by_design::is_by_design(s.owner))
+    };
     LeakClass {
         bytes: list.iter().map(|s| s.bytes).sum::<u64>() + unsampled_bytes,
         count: list.iter().map(|s| s.count).sum::<u64>() + unsampled_count,
         driver_bytes: driver().map(|s| s.bytes).sum(),
         driver_count: driver().map(|s| s.count).sum(),
+        by_design_bytes: by_design().map(|s| s.bytes).sum(),
+        by_design_count: by_design().map(|s| s.count).sum(),
+        suppressed_bytes: 0,
+        suppressed_count: 0,
         unsampled_bytes,
         unsampled_count,
         sites: list,
@@ -63,7 +72,7 @@ pub fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
     let Some(addrs) = t.stacks.get(&stack) else {
         return Vec::new();
     };
-    addrs
+    let mut out: Vec<FrameOut> = addrs
         .iter()
         .flat_map(|&a| sym.frames(t, a))
         .map(|f| FrameOut {
@@ -74,8 +83,13 @@ pub fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
             module: f.module,
             address: format!("{:#x}", f.address),
             main_thread: f.lent,
+            offset: f.offset.map(|o| format!("{o:#x}")),
+            hidden: None,
+            short_file: None,
         })
-        .collect()
+        .collect();
+    super::frame_marks::mark(&mut out, &super::frame_marks::FrameContext::of(t));
+    out
 }
 
 /// The program's own frame of a stack as "function (file:line)", or the function alone without a line.
