@@ -12,6 +12,7 @@ mod cuda_timing;
 mod cupti;
 mod exports;
 mod formats;
+mod frames;
 mod gate;
 mod heap;
 mod hostile;

@@ -199,22 +199,25 @@ fn process_name(p: &Process) -> String {
     format!("{exe} (pid {})", p.pid)
 }
 
-/// The frame a user acts on: the innermost Python line, or the innermost native frame that is not
-/// the allocator itself.
+/// The frame a user acts on: the innermost Python line, or the innermost named native frame that is
+/// not the allocator itself (a frame without a symbol is named by its module and offset only when
+/// no frame has a name).
 fn site_name(frames: &[FrameOut]) -> String {
-    let (first, _) = site_view(frames);
+    use crate::report::frame_marks::{file_name, place, shown};
+    let frames: Vec<FrameOut> = shown(frames).into_iter().cloned().collect();
+    let (first, _) = site_view(&frames);
     let Some(f) = first
         .iter()
-        .find(|f| !is_allocator(f))
+        .find(|f| !is_allocator(f) && f.function.is_some())
         .or_else(|| first.first())
     else {
         return "an unknown site".into();
     };
-    let func = f.function.as_deref().unwrap_or("??");
-    match (&f.file, f.line) {
-        (Some(file), Some(line)) => {
-            format!("{func} {}:{line}", file.rsplit('/').next().unwrap_or(file))
-        }
+    let Some(func) = f.function.as_deref() else {
+        return place(f);
+    };
+    match (file_name(f), f.line) {
+        (Some(file), Some(line)) => format!("{func} {file}:{line}"),
         _ => match &f.module {
             Some(m) => format!("{func} ({})", m.rsplit('/').next().unwrap_or(m)),
             None => func.to_string(),

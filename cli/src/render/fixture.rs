@@ -120,8 +120,23 @@ pub fn report() -> Report {
             4096,
             1,
             vec![
+                // A frame without a symbol, shown by module and offset.
+                FrameOut {
+                    function: None,
+                    file: None,
+                    line: None,
+                    module: Some("/app/libvocab.so".into()),
+                    address: "0x7f3a00002f10".into(),
+                    offset: Some("0x2f10".into()),
+                    ..frame("", "", 0)
+                },
                 frame("load_vocab", "data.c", 41),
                 frame("main", "train.c", 12),
+                // Start-up, hidden by the renderers.
+                FrameOut {
+                    hidden: Some("startup"),
+                    ..frame("_start", "start.S", 115)
+                },
             ],
         ),
         site(
@@ -236,7 +251,7 @@ pub fn report() -> Report {
         }],
         findings: vec![Finding {
             kind: "out_of_memory",
-            text: "1 device allocations failed with out-of-memory; retried after freeing 32.0 MiB"
+            text: "1 device allocation failed with out-of-memory; retried after freeing 32.0 MiB"
                 .into(),
         }],
         ..DeviceSection::default()

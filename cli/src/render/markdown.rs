@@ -223,13 +223,13 @@ impl Markdown {
             writeln!(out, "### Device memory\n")?;
             writeln!(
                 out,
-                "{} allocations ({}), {} frees; peak {} at {:.3} s; {} failed calls.\n",
-                d.allocations,
+                "{} ({}), {}; peak {} at {:.3} s; {}.\n",
+                crate::units::blocks(d.allocations, "allocation"),
                 human_bytes(d.allocated_bytes),
-                d.frees,
+                crate::units::blocks(d.frees, "free"),
                 human_bytes(d.peak_bytes),
                 d.peak_time_s,
-                d.failures.len()
+                crate::units::blocks(d.failures.len() as u64, "failed call")
             )?;
             for g in &d.gpus {
                 writeln!(out, "- {}", super::gpu_line(g))?;

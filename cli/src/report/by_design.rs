@@ -2,12 +2,16 @@
 //! program's leaks, though it is still live at exit. Three owners:
 //! - `c_library`: the C library's one-time buffers, when the innermost frames above the allocator
 //!   are the C library's own and one of them is a stream's buffer (`_IO_file_doallocate`: stdout's,
-//!   or a stream's the program never closed), locale data (`setlocale`, `_nl_*`), the name-service
-//!   switch (`__nss_*`, `nss_*`) or the dynamic loader (`_dl_*`: link maps, TLS blocks);
+//!   or a stream's the program never closed), locale data (`setlocale`, `_nl_*`, the conversion
+//!   tables of `__gconv_*`), the name-service switch (`__nss_*`, `nss_*`) or the dynamic loader
+//!   (`_dl_*`: link maps, TLS blocks);
 //! - `cxx_runtime`: libstdc++'s own start-up allocations, made by its static initialisers while the
 //!   loader runs them (the emergency exception pool of `eh_alloc.cc`);
-//! - `interpreter`: CPython's allocations while it initialises, before the script's first line runs
-//!   (inside `Py_InitializeFromConfig`, `pymain_init` and the like), which stay until exit.
+//! - `interpreter`: CPython's allocations while it initialises, before the script's first line runs:
+//!   any allocation with `Py_InitializeFromConfig`, `Py_PreInitialize*`, `pymain_init`, `pyinit_*`
+//!   or `init_interp_main` on its stack (the call chain that initialisation is, whether `python3`
+//!   runs a script or a program embeds the interpreter). Memory the script's own imports allocate
+//!   is the program's: it runs under `pymain_run_python`, outside that chain.
 //!
 //! A program's own call into the C library (`strdup`, `fopen`'s stream, `getline`'s line) is still
 //! the program's: only the frames between the allocator and the first frame outside the system
@@ -78,8 +82,11 @@ fn is_libc_name(f: &FrameOut) -> bool {
     };
     // With the C library's debugging information its internal aliases are named: `__GI__IO_…`.
     let func = func.strip_prefix("__GI_").unwrap_or(func);
-    const PREFIXES: [&str; 8] = [
+    const PREFIXES: [&str; 10] = [
         "_IO_file_doallocate",
+        // The character-set conversion tables that locale-aware calls load once (`mbstowcs`).
+        "__gconv_",
+        "__wcsmbs_",
         "setlocale",
         "_nl_",
         "__nss_",
@@ -101,6 +108,8 @@ fn is_interpreter_init(f: &FrameOut) -> bool {
     f.kind == "native"
         && f.function.as_deref().is_some_and(|func| {
             func.starts_with("Py_Initialize")
+                || func.starts_with("Py_PreInitialize")
+                || func.starts_with("_Py_PreInitialize")
                 || func.starts_with("_Py_InitializeMain")
                 || func.starts_with("pymain_init")
                 || func.starts_with("pyinit_")

@@ -53,7 +53,11 @@ fn a_matched_site_is_set_apart_with_its_rule() {
     let mut report = crate::render::fixture_report();
     let host = &report.processes[0].leaks.host;
     let (before, target) = (host.program_bytes(), &host.sites[0]);
-    let func = target.frames[0].function.clone().unwrap();
+    let func = target
+        .frames
+        .iter()
+        .find_map(|f| f.function.clone())
+        .unwrap();
     let (bytes, count) = (target.bytes, target.count);
     let s = Suppressions::parse(&format!("leak:^{func}$\n"), "f").unwrap();
     apply(&mut report, &s);

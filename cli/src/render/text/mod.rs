@@ -252,7 +252,11 @@ impl Text {
             if list.is_empty() {
                 continue;
             }
-            writeln!(out, "growing {what}: {} sites", list.len())?;
+            writeln!(
+                out,
+                "growing {what}: {}",
+                crate::units::blocks(list.len() as u64, "site")
+            )?;
             for (i, g) in list.iter().take(self.top).enumerate() {
                 writeln!(
                     out,
