@@ -120,12 +120,16 @@ pub enum Command {
         before: PathBuf,
         /// The second run's traces.
         after: PathBuf,
-        /// Output format (text or json).
-        #[arg(short, long, value_enum, default_value_t = Format::Text)]
-        format: Format,
-        /// Sites shown per process in text output.
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t = DiffFormat::Text)]
+        format: DiffFormat,
+        /// Sites shown per process in text and Markdown output.
         #[arg(long, default_value_t = 10)]
         top: usize,
+        /// Leave out sites whose leaked bytes changed by less than this (like 64, 4K or 1.5MiB):
+        /// allocations that differ by a few bytes from run to run.
+        #[arg(long, default_value = "0", value_parser = crate::byte_size::parse)]
+        min_bytes: u64,
     },
     /// Export for other tools: collapsed stacks for flame graphs (flamegraph.pl, inferno), a
     /// speedscope profile, a pprof profile (go tool pprof, Pyroscope, Parca), or a timeline for the Perfetto UI and
@@ -194,6 +198,17 @@ pub enum Format {
     Markdown,
     /// One self-contained page with plots (use with -o report.html).
     Html,
+}
+
+/// Formats of `diff`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiffFormat {
+    /// For a terminal.
+    Text,
+    /// The `memshim.diff/1` schema.
+    Json,
+    /// To paste into a pull request.
+    Markdown,
 }
 
 /// What collapsed stacks are weighted by.

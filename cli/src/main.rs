@@ -73,7 +73,8 @@ fn main() -> ExitCode {
             after,
             format,
             top,
-        } => cmd::diff::run(&before, &after, format, top).map(|()| 0),
+            min_bytes,
+        } => cmd::diff::run(&before, &after, format, top, min_bytes).map(|()| 0),
         args::Command::Export {
             paths,
             collapsed: _,

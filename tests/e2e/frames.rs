@@ -364,7 +364,7 @@ fn a_python_sites_first_frame_is_the_scripts_line() {
         .find(|s| {
             s["bytes"]
                 .as_u64()
-                .is_some_and(|b| b >= 3000017 && b < 3000100)
+                .is_some_and(|b| (3000017..3000100).contains(&b))
         })
         .unwrap_or_else(|| panic!("no import site in {p:#}"));
     let py: Vec<&Value> = frames(imported)

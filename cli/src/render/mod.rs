@@ -170,6 +170,14 @@ pub fn fixture_report() -> crate::report::model::Report {
     fixture::report()
 }
 
+/// The fixture report with its first process's device leaks gone, for comparing against.
+#[cfg(test)]
+pub fn fixture_report_without_device() -> crate::report::model::Report {
+    let mut r = fixture::report();
+    r.processes[0].leaks.device = Default::default();
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::Render;

@@ -45,6 +45,10 @@ pub fn leak_class_grouped(
             }
         })
         .collect();
+    // Largest first by what the reports print: with sampling, the estimate (scaling favours small
+    // blocks, so the sampled bytes' order is not the estimates' order).
+    let mut list = list;
+    list.sort_by_key(|s| std::cmp::Reverse(s.estimated.as_ref().map_or(s.bytes, |e| e.bytes)));
     let unsampled = sites.get(&memshim_trace::UNSAMPLED);
     let unsampled_bytes = unsampled.map_or(0, |s| s.live_bytes);
     let unsampled_count = unsampled.map_or(0, |s| s.live_count);
@@ -92,19 +96,27 @@ pub fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
     out
 }
 
-/// The program's own frame of a stack as "function (file:line)", or the function alone without a line.
+/// The program's own frame of a stack as "function (file:line)", or the function alone without a
+/// line: the innermost Python frame, else the innermost named frame that is neither the CUDA runtime
+/// nor the allocator, among the frames the reports show.
 pub fn program_site(frames: &[FrameOut]) -> Option<String> {
-    let func = crate::report::owner::first_program_function(frames)?;
-    let frame = frames
-        .iter()
-        .find(|f| f.function.as_deref() == Some(func))?;
-    Some(match (&frame.file, frame.line) {
-        (Some(file), Some(line)) => {
-            format!(
-                "{func} ({}:{line})",
-                file.rsplit('/').next().unwrap_or(file)
-            )
-        }
+    let shown: Vec<FrameOut> = super::frame_marks::shown(frames)
+        .into_iter()
+        .cloned()
+        .collect();
+    let frame = shown.iter().find(|f| f.kind == "python").or_else(|| {
+        let func = crate::report::owner::first_program_function(&shown)?;
+        let first = shown
+            .iter()
+            .position(|f| f.function.as_deref() == Some(func))?;
+        shown[first..]
+            .iter()
+            .find(|f| f.function.is_some() && !crate::render::is_allocator(f))
+            .or(shown.get(first))
+    })?;
+    let func = frame.function.as_deref()?;
+    Some(match (super::frame_marks::file_name(frame), frame.line) {
+        (Some(file), Some(line)) => format!("{func} ({file}:{line})"),
         _ => func.to_string(),
     })
 }
