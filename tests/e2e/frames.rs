@@ -1,8 +1,7 @@
-//! What a site's stack shows and whose memory it is: the program's own frames first (start-up,
-//! import machinery and interpreter frames only in JSON or with `--all-frames`), unnamed frames as
-//! `module+0xoffset` that stay the same from run to run, the C library's one-time buffers apart
-//! from the program's leaks, and LeakSanitizer-format suppressions honoured by the report and the
-//! gate, with exact bytes.
+//! What a site's stack shows: the program's own frames first (start-up, import machinery and
+//! interpreter frames only in JSON or with `--all-frames`), Python files named from their package
+//! or the script's directory, unnamed frames as `module+0xoffset` that stay the same from run to
+//! run, and `diff` matching Python sites by their Python frames above a noise threshold.
 use std::ffi::OsStr;
 use std::path::Path;
 
@@ -13,11 +12,9 @@ use crate::report::{frames, process_by_exe, report_json, sites};
 use crate::util::*;
 
 /// leaky.c's own leaks (its header lists them): 5440 bytes in 13 blocks from 8 sites.
-const NO_ARGS: [&str; 0] = [];
-const LEAKY_BYTES: u64 = 5440;
-const LEAKY_BLOCKS: u64 = 13;
+pub(crate) const NO_ARGS: [&str; 0] = [];
 
-fn report_text(traces: &Path, extra: &[&str]) -> String {
+pub(crate) fn report_text(traces: &Path, extra: &[&str]) -> String {
     let mut args = vec![OsStr::new("report")];
     args.extend(extra.iter().map(OsStr::new));
     args.push(traces.as_os_str());
@@ -26,87 +23,14 @@ fn report_text(traces: &Path, extra: &[&str]) -> String {
     out.stdout_str()
 }
 
-fn own_bytes(host: &Value) -> u64 {
-    let n = |k: &str| host[k].as_u64().unwrap_or_else(|| panic!("{k} in {host}"));
-    n("bytes") - n("driver_bytes") - n("by_design_bytes") - n("suppressed_bytes")
-}
-
 /// The first frame line under each numbered site of a text report, with the site's line.
-fn first_frames(text: &str) -> Vec<(String, String)> {
+pub(crate) fn first_frames(text: &str) -> Vec<(String, String)> {
     let lines: Vec<&str> = text.lines().collect();
     lines
         .windows(2)
         .filter(|w| w[0].trim_start().starts_with('#'))
         .map(|w| (w[0].trim().to_string(), w[1].trim().to_string()))
         .collect()
-}
-
-#[test]
-fn the_c_librarys_stdio_buffer_is_by_design_not_a_leak() {
-    let dir = TestDir::new("frames_stdio_by_design");
-    let prog = dir.compile("leaky.c");
-    let (_, report) = traced(&dir, &prog, &NO_ARGS);
-    let p = process_by_exe(&report, "leaky");
-    let host = &p["leaks"]["host"];
-    let libc: Vec<&Value> = sites(p, "host")
-        .iter()
-        .filter(|s| s["owner"] == "c_library")
-        .collect();
-    // stdout is a pipe here: glibc gives it a buffer of the pipe's block size, 4096 bytes.
-    assert_eq!(libc.len(), 1, "{host:#}");
-    assert_eq!(
-        (libc[0]["bytes"].as_u64(), libc[0]["count"].as_u64()),
-        (Some(4096), Some(1))
-    );
-    assert!(
-        frames(libc[0]).iter().any(|f| f["function"]
-            .as_str()
-            .unwrap_or("")
-            .ends_with("_IO_file_doallocate")),
-        "{:#}",
-        libc[0]
-    );
-    assert_eq!(host["by_design_bytes"], 4096);
-    assert_eq!(host["by_design_count"], 1);
-    assert_eq!(own_bytes(host), LEAKY_BYTES);
-
-    let text = report_text(&dir.traces(), &[]);
-    assert!(
-        text.contains("leaked heap: 5.3 KiB in 13 blocks from 8 sites\n"),
-        "{text}"
-    );
-    assert!(
-        text.contains(
-            "  plus 4.0 KiB in 1 block allocated once by design by the C library: 1 site, the largest in _IO_file_doallocate\n"
-        ),
-        "{text}"
-    );
-    assert!(
-        !text.contains("_IO_file_doallocate  "),
-        "listed as a leak:\n{text}"
-    );
-    // The gate counts the program's leaks only.
-    let gate = |limit: &str| {
-        memshim(&[
-            OsStr::new("report"),
-            OsStr::new("--fail-on"),
-            OsStr::new(limit),
-            dir.traces().as_os_str(),
-        ])
-    };
-    assert_eq!(
-        gate(&format!("leaked-heap={LEAKY_BYTES}")).status.code(),
-        Some(0)
-    );
-    let broken = gate(&format!("leaked-heap={}", LEAKY_BYTES - 1));
-    assert_eq!(broken.status.code(), Some(3), "{}", broken.describe());
-    assert!(
-        broken
-            .stderr_str()
-            .contains("broken: 5.3 KiB leaked on the heap, 1 B over;"),
-        "{}",
-        broken.describe()
-    );
 }
 
 #[test]
@@ -145,112 +69,6 @@ fn start_up_frames_are_left_out_unless_all_frames_is_given() {
     assert!(all.contains("__libc_start_call_main"), "{all}");
     let md = report_text(&dir.traces(), &["--format", "markdown"]);
     assert!(!md.contains("`_start`"), "{md}");
-}
-
-#[test]
-fn suppressions_set_named_leaks_apart_with_exact_bytes_and_the_gate_honours_them() {
-    let dir = TestDir::new("frames_suppressions");
-    let prog = dir.compile("leaky.c");
-    let supp = dir.path("leaks.supp");
-    std::fs::write(
-        &supp,
-        "# leaky's known leaks\nleak:leak_calloc\n\n  leak:^leak_str*  \n",
-    )
-    .unwrap();
-    let supp_arg = supp.to_str().unwrap();
-    // `run` reads the rules and gates with them: 100 + 12 bytes set apart.
-    let mut cmd = memshim_cmd();
-    cmd.args(["run", "--quiet", "-o"])
-        .arg(dir.traces())
-        .args(["--suppressions", supp_arg])
-        .arg("--fail-on")
-        .arg(format!("leaked-heap={}", LEAKY_BYTES - 112))
-        .arg("--")
-        .arg(&prog)
-        .current_dir(&dir.root);
-    let run = run_command(&mut cmd);
-    assert_eq!(run.status.code(), Some(0), "{}", run.describe());
-
-    let out = memshim(&[
-        OsStr::new("report"),
-        OsStr::new("--format"),
-        OsStr::new("json"),
-        OsStr::new("--suppressions"),
-        supp.as_os_str(),
-        dir.traces().as_os_str(),
-    ]);
-    assert!(out.status.success(), "{}", out.describe());
-    let report: Value = serde_json::from_str(&out.stdout_str()).unwrap();
-    let p = process_by_exe(&report, "leaky");
-    let host = &p["leaks"]["host"];
-    assert_eq!(host["suppressed_bytes"], 112, "{host:#}");
-    assert_eq!(host["suppressed_count"], 5);
-    assert_eq!(own_bytes(host), LEAKY_BYTES - 112);
-    let by_rule: Vec<(&str, u64)> = sites(p, "host")
-        .iter()
-        .filter_map(|s| Some((s["suppressed_by"].as_str()?, s["bytes"].as_u64()?)))
-        .collect();
-    let rule = |pattern: &str, line: u32| format!("leak:{pattern} ({supp_arg}:{line})");
-    assert_eq!(
-        by_rule,
-        [
-            (rule("leak_calloc", 2).as_str(), 100),
-            (rule("^leak_str*", 4).as_str(), 12)
-        ]
-    );
-    let text = report_text(&dir.traces(), &["--suppressions", supp_arg]);
-    assert!(
-        text.contains(&format!(
-            "leaked heap: 5.2 KiB in {} blocks from 6 sites\n",
-            LEAKY_BLOCKS - 5
-        )),
-        "{text}"
-    );
-    assert!(
-        text.contains(&format!(
-            "  plus 100 B in 4 blocks suppressed by {}: 1 site\n",
-            rule("leak_calloc", 2)
-        )),
-        "{text}"
-    );
-    let gate = |limit: u64| {
-        memshim(&[
-            OsStr::new("report"),
-            OsStr::new("--suppressions"),
-            supp.as_os_str(),
-            OsStr::new("--fail-on"),
-            OsStr::new(&format!("leaked-heap={limit}")),
-            dir.traces().as_os_str(),
-        ])
-    };
-    assert_eq!(gate(LEAKY_BYTES - 112).status.code(), Some(0));
-    assert_eq!(gate(LEAKY_BYTES - 113).status.code(), Some(3));
-
-    // A bad line is named by file and line, before anything runs.
-    let bad = dir.path("bad.supp");
-    std::fs::write(&bad, "leak:ok\nleak_malloc\n").unwrap();
-    let mut cmd = memshim_cmd();
-    cmd.args(["run", "--quiet", "-o"])
-        .arg(dir.path("never"))
-        .args([
-            "--suppressions",
-            bad.to_str().unwrap(),
-            "--fail-on",
-            "growth",
-            "--",
-        ])
-        .arg(&prog);
-    let refused = run_command(&mut cmd);
-    assert_eq!(refused.status.code(), Some(1), "{}", refused.describe());
-    assert!(
-        refused.stderr_str().contains(&format!(
-            "{}:2: `leak_malloc` is not a suppression: write `leak:PATTERN`",
-            bad.display()
-        )),
-        "{}",
-        refused.describe()
-    );
-    assert!(!dir.path("never").exists(), "the command ran");
 }
 
 #[test]
@@ -395,5 +213,46 @@ fn a_python_sites_first_frame_is_the_scripts_line() {
     assert!(
         import_frames.iter().all(|f| f["hidden"] == "import"),
         "{imported:#}"
+    );
+}
+
+#[test]
+fn diff_goes_by_python_frames_and_leaves_small_changes_out() {
+    let python = &interpreters()[0];
+    let dir = TestDir::new("frames_diff_python");
+    let script = |n: u32| {
+        format!("import os\nkept = []\n\n\ndef keep():\n    for _ in range({n}):\n        kept.append(bytearray(100003))\n\n\ndef tag():\n    kept.append(bytearray({}))\n\n\nkeep()\ntag()\nos._exit(0)\n", 600 + 8 * n)
+    };
+    for (run, n) in [("before", 3), ("after", 1)] {
+        std::fs::write(dir.path("diffed.py"), script(n)).unwrap();
+        let traces = dir.path(run);
+        run_python(&dir, &traces, &[], python, &[OsStr::new("diffed.py")], &[]);
+    }
+    let diff = |extra: &[&str]| {
+        let mut cmd = memshim_cmd();
+        cmd.arg("diff")
+            .args(extra)
+            .arg(dir.path("before"))
+            .arg(dir.path("after"));
+        run_ok(&mut cmd).stdout_str()
+    };
+    let json: Value =
+        serde_json::from_str(&diff(&["--format", "json", "--min-bytes", "4K"])).unwrap();
+    let changed = json["processes"][0]["sites"].as_array().unwrap();
+    // One site changed by 4 KiB or more: two bytearrays of 100003 bytes (100004 with their
+    // terminator) fewer, named by the script's frames.
+    assert_eq!(changed.len(), 1, "{json:#}");
+    assert_eq!(changed[0]["bytes"]["delta"], -200008, "{json:#}");
+    assert_eq!(changed[0]["count"]["before"], 3);
+    assert_eq!(changed[0]["count"]["after"], 1);
+    assert_eq!(
+        changed[0]["functions"],
+        serde_json::json!(["keep (diffed.py)", "<module> (diffed.py)"])
+    );
+    let md = diff(&["--format", "markdown", "--min-bytes", "4K"]);
+    assert!(md.starts_with("# memshim diff\n"), "{md}");
+    assert!(
+        md.contains("| host | 293.0 KiB -> 97.7 KiB (-195.3 KiB) | 3 -> 1 | `keep (diffed.py) <- <module> (diffed.py)` |"),
+        "{md}"
     );
 }

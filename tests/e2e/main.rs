@@ -20,6 +20,7 @@ mod install;
 mod memory_system;
 mod numa;
 mod numa_qemu;
+mod owners;
 
 mod process;
 mod pytest_plugin;

@@ -9,7 +9,7 @@ use crate::units::{blocks, human_bytes};
 /// One line per by-design owner, largest first: "4.0 KiB in 1 block allocated once by design by the
 /// C library: 1 site, the largest in _IO_file_doallocate".
 pub fn by_design_lines(c: &LeakClass, unit: &str) -> Vec<String> {
-    let mut owners: BTreeMap<&str, (u64, u64, usize, Option<&str>)> = BTreeMap::new();
+    let mut owners: BTreeMap<&str, (u64, u64, usize, Option<String>)> = BTreeMap::new();
     for s in c.sites.iter().filter(|s| is_by_design(s.owner)) {
         let e = owners.entry(s.owner).or_default();
         e.0 += s.bytes;
@@ -20,8 +20,11 @@ pub fn by_design_lines(c: &LeakClass, unit: &str) -> Vec<String> {
             e.3 = s
                 .frames
                 .iter()
-                .find(|f| !crate::render::is_allocator(f) && f.function.is_some())
-                .and_then(|f| f.function.as_deref());
+                .find(|f| !crate::render::is_allocator(f))
+                .map(|f| match f.function.as_deref() {
+                    Some(func) => func.strip_prefix("__GI_").unwrap_or(func).to_string(),
+                    None => crate::report::frame_marks::place(f),
+                });
         }
     }
     let mut v: Vec<_> = owners.into_iter().collect();
@@ -29,7 +32,7 @@ pub fn by_design_lines(c: &LeakClass, unit: &str) -> Vec<String> {
     v.into_iter()
         .map(|(owner, (bytes, count, sites, func))| {
             let at = func
-                .map(|f| format!(", the largest in {}", f.strip_prefix("__GI_").unwrap_or(f)))
+                .map(|f| format!(", the largest in {f}"))
                 .unwrap_or_default();
             format!(
                 "{} in {} allocated once by design by {}: {}{at}",

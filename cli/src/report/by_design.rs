@@ -57,7 +57,7 @@ pub fn is_by_design(owner: &str) -> bool {
 pub fn describe(owner: &str) -> &'static str {
     match owner {
         "c_library" => "the C library",
-        "cxx_runtime" => "the C++ runtime",
+        "cxx_runtime" => "the C++ runtime (its emergency exception pool)",
         "interpreter" => "the Python interpreter at start-up",
         _ => "system code",
     }
