@@ -256,3 +256,21 @@ fn diff_goes_by_python_frames_and_leaves_small_changes_out() {
         "{md}"
     );
 }
+
+#[test]
+fn the_growth_finding_names_the_line_that_grew() {
+    let dir = TestDir::new("frames_growth_line");
+    let prog = dir.compile("growing.c");
+    let (_, report) = traced(&dir, &prog, &NO_ARGS);
+    let p = process_by_exe(&report, "growing");
+    let text = p["growth"]["findings"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    // growing.c's header: step_leak climbs from 102400 B to 2048000 B and keeps it all.
+    assert!(
+        text.starts_with(
+            "1 call site kept growing their host heap until the end; the fastest, step_leak (growing.c:18), went from 100.0 KiB to 2.0 MiB at "
+        ) && text.ends_with("/s and still holds 2.0 MiB"),
+        "{text}"
+    );
+}
