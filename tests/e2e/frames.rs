@@ -214,6 +214,27 @@ fn a_python_sites_first_frame_is_the_scripts_line() {
         import_frames.iter().all(|f| f["hidden"] == "import"),
         "{imported:#}"
     );
+    assert_eq!(imported["owner"], "program");
+    // What CPython allocated while it started is its own, by design; the script's lines are not.
+    let host = &p["leaks"]["host"];
+    let start_up: Vec<&Value> = sites(p, "host")
+        .iter()
+        .filter(|s| s["owner"] == "interpreter")
+        .collect();
+    assert!(!start_up.is_empty(), "{host:#}");
+    let by_design: u64 = sites(p, "host")
+        .iter()
+        .filter(|s| ["interpreter", "c_library"].contains(&s["owner"].as_str().unwrap()))
+        .map(|s| s["bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(host["by_design_bytes"].as_u64(), Some(by_design));
+    assert!(
+        start_up.iter().all(|s| frames(s).iter().all(|f| !f["file"]
+            .as_str()
+            .unwrap_or("")
+            .ends_with("frames_script.py"))),
+        "{start_up:#?}"
+    );
 }
 
 #[test]

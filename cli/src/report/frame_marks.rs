@@ -123,8 +123,18 @@ fn is_import_machinery(f: &FrameOut) -> bool {
         .any(|end| file.ends_with(end))
 }
 
-/// CPython's evaluation loop and calling machinery: what runs a Python frame, not what it asked for.
+/// CPython's evaluation loop and calling machinery: what runs a Python frame, not what it asked for;
+/// and the interpreter's own frames that have no symbol (its static functions in a stripped build),
+/// which name nothing a reader could act on.
 fn is_interpreter(f: &FrameOut) -> bool {
+    let in_interpreter = f
+        .module
+        .as_deref()
+        .map(|m| m.rsplit('/').next().unwrap_or(m))
+        .is_some_and(|m| m.starts_with("python3") || m.starts_with("libpython3"));
+    if f.function.is_none() && in_interpreter {
+        return true;
+    }
     const PREFIXES: [&str; 24] = [
         "_PyEval_",
         "PyEval_",

@@ -69,6 +69,7 @@ fn python_stacks_lose_the_import_machinery_and_the_eval_loop() {
     let mut frames = vec![
         native("PyObject_Malloc", "/usr/bin/python3.11"),
         native("list_resize", "/usr/bin/python3.11"),
+        native("", "/usr/lib/libpython3.11.so.1.0"),
         native("_PyEval_EvalFrameDefault", "/usr/bin/python3.11"),
         python("grow", "/home/u/proj/lib/grow.py"),
         python("_call_with_frames_removed", "<frozen importlib._bootstrap>"),
@@ -92,6 +93,7 @@ fn python_stacks_lose_the_import_machinery_and_the_eval_loop() {
             None,
             None,
             i,
+            i,
             None,
             Some("import"),
             Some("import"),
@@ -101,9 +103,9 @@ fn python_stacks_lose_the_import_machinery_and_the_eval_loop() {
             s
         ]
     );
-    assert_eq!(frames[3].short_file.as_deref(), Some("lib/grow.py"));
-    assert_eq!(frames[6].short_file.as_deref(), Some("main.py"));
-    assert_eq!(frames[4].short_file, None);
+    assert_eq!(frames[4].short_file.as_deref(), Some("lib/grow.py"));
+    assert_eq!(frames[7].short_file.as_deref(), Some("main.py"));
+    assert_eq!(frames[5].short_file, None);
     let names: Vec<_> = shown(&frames)
         .iter()
         .map(|f| f.function.as_deref().unwrap())
