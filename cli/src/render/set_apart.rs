@@ -17,10 +17,14 @@ pub fn by_design_lines(c: &LeakClass, unit: &str) -> Vec<String> {
         e.2 += 1;
         // The sites are largest first: the first one names the owner's main site.
         if e.3.is_none() {
-            e.3 = s
-                .frames
-                .iter()
-                .find(|f| !crate::render::is_allocator(f))
+            // Its innermost frame past the allocator; when that has no name, the innermost named
+            // frame of the same library, else its place.
+            let mut inner = s.frames.iter().filter(|f| !crate::render::is_allocator(f));
+            let first = inner.next();
+            e.3 = first
+                .filter(|f| f.function.is_none())
+                .and_then(|f| inner.find(|g| g.module == f.module && g.function.is_some()))
+                .or(first)
                 .map(|f| match f.function.as_deref() {
                     Some(func) => func.strip_prefix("__GI_").unwrap_or(func).to_string(),
                     None => crate::report::frame_marks::place(f),
