@@ -43,6 +43,10 @@ pub enum Command {
         /// same as MEMSHIM_SAMPLE_BYTES=SIZE.
         #[arg(long, value_name = "SIZE", value_parser = crate::byte_size::parse)]
         sample: Option<u64>,
+        /// With --fail-on: leaks to leave out of the limits, in LeakSanitizer's format (see
+        /// `memshim report --suppressions`).
+        #[arg(long, value_name = "FILE")]
+        suppressions: Option<PathBuf>,
         /// The command and its arguments (put them after `--`).
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         command: Vec<String>,
@@ -88,6 +92,17 @@ pub enum Command {
         /// still held at exit.
         #[arg(long = "fail-on", value_name = "LIMIT")]
         fail_on: Vec<crate::gate::Limit>,
+        /// Show every frame of a stack: by default start-up frames (`_start`, `__libc_start_main`),
+        /// Python's import machinery and CPython's own frames around Python code are left out
+        /// (the JSON report keeps them, marked `hidden`).
+        #[arg(long)]
+        all_frames: bool,
+        /// Leaks to set apart from the program's, in LeakSanitizer's format: `leak:PATTERN` lines
+        /// (PATTERN a function, file or module name of any frame, `*` for any characters) and `#`
+        /// comments. Suppressed bytes are reported apart, with the rule, and `--fail-on
+        /// leaked-heap` does not count them.
+        #[arg(long, value_name = "FILE")]
+        suppressions: Option<PathBuf>,
     },
     /// Measure this machine's ceilings (host memory bandwidth; GPU copy bandwidth from pageable and
     /// pinned memory) and store them, so reports compare achieved bandwidth against them.
@@ -105,12 +120,16 @@ pub enum Command {
         before: PathBuf,
         /// The second run's traces.
         after: PathBuf,
-        /// Output format (text or json).
-        #[arg(short, long, value_enum, default_value_t = Format::Text)]
-        format: Format,
-        /// Sites shown per process in text output.
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t = DiffFormat::Text)]
+        format: DiffFormat,
+        /// Sites shown per process in text and Markdown output.
         #[arg(long, default_value_t = 10)]
         top: usize,
+        /// Leave out sites whose leaked bytes changed by less than this (like 64, 4K or 1.5MiB):
+        /// allocations that differ by a few bytes from run to run.
+        #[arg(long, default_value = "0", value_parser = crate::byte_size::parse)]
+        min_bytes: u64,
     },
     /// Export for other tools: collapsed stacks for flame graphs (flamegraph.pl, inferno), a
     /// speedscope profile, a pprof profile (go tool pprof, Pyroscope, Parca), or a timeline for the Perfetto UI and
@@ -147,6 +166,10 @@ pub enum Command {
         /// Hide home directories, the user and host names, as `report --redact` does.
         #[arg(long)]
         redact: bool,
+        /// Keep every frame in collapsed stacks and speedscope profiles (start-up, import machinery
+        /// and interpreter frames are left out by default, as in `report`).
+        #[arg(long)]
+        all_frames: bool,
     },
     /// Show a trace's header, event counts, dropped events and whether it is truncated.
     Info {
@@ -175,6 +198,17 @@ pub enum Format {
     Markdown,
     /// One self-contained page with plots (use with -o report.html).
     Html,
+}
+
+/// Formats of `diff`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiffFormat {
+    /// For a terminal.
+    Text,
+    /// The `memshim.diff/1` schema.
+    Json,
+    /// To paste into a pull request.
+    Markdown,
 }
 
 /// What collapsed stacks are weighted by.

@@ -20,8 +20,19 @@ fn main() -> ExitCode {
             python_malloc,
             fail_on,
             sample,
+            suppressions,
             command,
-        } => cmd::run::run(output, quiet, python_malloc, sample, &fail_on, command),
+        } => cmd::run::run(
+            output,
+            quiet,
+            python_malloc,
+            sample,
+            &cmd::run::Gate {
+                limits: fail_on,
+                suppressions,
+            },
+            command,
+        ),
         args::Command::Report {
             paths,
             format,
@@ -34,6 +45,8 @@ fn main() -> ExitCode {
             until,
             color,
             fail_on,
+            all_frames,
+            suppressions,
         } => {
             let view = cmd::report::View {
                 format,
@@ -46,6 +59,8 @@ fn main() -> ExitCode {
                 },
                 color,
                 fail_on,
+                all_frames,
+                suppressions,
             };
             cmd::report::run(&paths, &view, output.as_deref())
         }
@@ -58,7 +73,8 @@ fn main() -> ExitCode {
             after,
             format,
             top,
-        } => cmd::diff::run(&before, &after, format, top).map(|()| 0),
+            min_bytes,
+        } => cmd::diff::run(&before, &after, format, top, min_bytes).map(|()| 0),
         args::Command::Export {
             paths,
             collapsed: _,
@@ -69,6 +85,7 @@ fn main() -> ExitCode {
             memory,
             output,
             redact,
+            all_frames,
         } => {
             if pprof {
                 return finish(
@@ -82,7 +99,7 @@ fn main() -> ExitCode {
             } else {
                 cmd::export::Kind::Collapsed(by, memory)
             };
-            cmd::export::run(&paths, kind, output.as_deref(), redact).map(|()| 0)
+            cmd::export::run(&paths, kind, output.as_deref(), redact, all_frames).map(|()| 0)
         }
     };
     finish(result)

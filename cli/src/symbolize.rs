@@ -25,6 +25,8 @@ pub struct Frame {
     pub module: Option<String>,
     /// The return address (for a Python frame, the stack entry that encodes it).
     pub address: u64,
+    /// The address less its module's load bias: the same in every run, whatever ASLR chose.
+    pub offset: Option<u64>,
     /// True for a Python frame (function, file and line of the interpreted code).
     pub python: bool,
     /// True for a Python frame of the main thread, lent to a thread that ran no Python code.
@@ -64,12 +66,14 @@ impl Symbolizer {
                 line: (line != 0).then_some(line),
                 module: None,
                 address: addr,
+                offset: None,
                 python: true,
                 lent,
             }];
         }
         let module = find_module(&trace.modules, addr);
         let module_path = module.map(|m| m.module.path.clone());
+        let offset = module.map(|m| addr.wrapping_sub(m.module.base));
         let mut frames: Vec<Frame> = match trace.symbols.get(&addr) {
             Some(sym) if !sym.is_empty() => sym
                 .iter()
@@ -79,6 +83,7 @@ impl Symbolizer {
                     line: (s.line != 0).then_some(s.line),
                     module: module_path.clone(),
                     address: addr,
+                    offset,
                     python: false,
                     lent: false,
                 })
@@ -95,6 +100,7 @@ impl Symbolizer {
                 line: None,
                 module: module_path,
                 address: addr,
+                offset,
                 python: false,
                 lent: false,
             });
@@ -113,6 +119,7 @@ impl Symbolizer {
             line: c.line,
             module: Some(path.clone()),
             address: addr,
+            offset: Some(addr.wrapping_sub(m.module.base)),
             python: false,
             lent: false,
         };

@@ -9,7 +9,7 @@
  *   leak_strdup    12 B in 1 block  (strdup of the 11-char "hello world"; frame 0 is
  *                 strdup/__strdup in libc, frame 1 is leak_strdup)
  *   churn         no site (1000 malloc/free pairs of 1 + (i*37)%3000 B, 1472500 B in all)
- * Total from this file: 5440 B in 12 blocks. leaks.mmap has no site from this file.
+ * Total from this file: 5440 B in 13 blocks. leaks.mmap has no site from this file.
  * Prints "leaky: done" to stdout and exits with status 0.
  */
 #include <malloc.h>

@@ -323,6 +323,19 @@ fn copies_by_direction_and_host_memory_exactly() {
     for k in ["pageable_async_copy", "small_copies", "repeated_copy"] {
         assert!(kinds.contains(&k), "no {k} finding in {kinds:?}");
     }
+    // The storm is named by the line that made it.
+    let storm = tr["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["kind"] == "small_copies")
+        .expect("small copies finding");
+    assert!(
+        storm["text"].as_str().is_some_and(
+            |t| t.contains("; the most from small_storm (copies.c:122) (2,000 copies):")
+        ),
+        "{storm}"
+    );
     let async_finding = tr["findings"]
         .as_array()
         .expect("findings")

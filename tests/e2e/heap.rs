@@ -96,12 +96,12 @@ fn leaky_demo_reports_exact_leaks() {
         let v = heap[key].as_u64().expect("a heap counter");
         assert!(v >= n, "heap.{key} = {v}, expected at least {n}: {heap}");
     };
-    // leaky.c alone: 1015 allocations, 1000 frees (plus 2 realloc moves), 12 blocks / 5440 B live
+    // leaky.c alone: 1015 allocations, 1000 frees (plus 2 realloc moves), 13 blocks / 5440 B live
     // at exit, and 1472500 B of churn + 5440 + the 16 and 64 B steps of the realloc chain.
     at_least("allocations", 1015);
     at_least("frees", 1000);
     at_least("live_bytes", 5440);
-    at_least("live_count", 12);
+    at_least("live_count", 13);
     at_least("peak_bytes", 5440);
     at_least("allocated_bytes", 1_472_500 + 5440 + 16 + 64);
 }

@@ -12,6 +12,7 @@ mod cuda_timing;
 mod cupti;
 mod exports;
 mod formats;
+mod frames;
 mod gate;
 mod heap;
 mod hostile;
@@ -19,6 +20,7 @@ mod install;
 mod memory_system;
 mod numa;
 mod numa_qemu;
+mod owners;
 
 mod process;
 mod pytest_plugin;

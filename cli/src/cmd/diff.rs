@@ -4,13 +4,19 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
-use crate::args::Format;
+use crate::args::DiffFormat;
 use crate::report::diff::{diff, Change, Diff};
-use crate::units::human_bytes;
+use crate::units::{blocks, human_bytes, thousands};
 use crate::{replay, report, traces};
 
 /// Runs the subcommand.
-pub fn run(before: &PathBuf, after: &PathBuf, format: Format, top: usize) -> Result<()> {
+pub fn run(
+    before: &PathBuf,
+    after: &PathBuf,
+    format: DiffFormat,
+    top: usize,
+    min_bytes: u64,
+) -> Result<()> {
     let ceilings = crate::bench::ceilings::stored();
     let load = |p: &PathBuf| -> Result<report::model::Report> {
         let replayed = traces::collect(std::slice::from_ref(p))?
@@ -19,15 +25,16 @@ pub fn run(before: &PathBuf, after: &PathBuf, format: Format, top: usize) -> Res
             .collect::<Result<Vec<_>>>()?;
         Ok(report::build::report(replayed, &ceilings))
     };
-    let d = diff(&load(before)?, &load(after)?);
+    let d = diff(&load(before)?, &load(after)?, min_bytes);
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     match format {
-        Format::Json => {
+        DiffFormat::Json => {
             serde_json::to_writer_pretty(&mut out, &d).map_err(io::Error::other)?;
             writeln!(out)?;
         }
-        Format::Text | Format::Markdown | Format::Html => text(&d, top, &mut out)?,
+        DiffFormat::Text => text(&d, top, &mut out)?,
+        DiffFormat::Markdown => markdown(&d, top, &mut out)?,
     }
     out.flush().context("cannot write the diff")
 }
@@ -67,17 +74,12 @@ fn text(d: &Diff, top: usize, out: &mut dyn Write) -> io::Result<()> {
         for s in p.sites.iter().take(top) {
             writeln!(
                 out,
-                "  {} {} in {} -> {} blocks  {}",
+                "  {} {} in {} -> {}  {}",
                 s.memory,
                 change(&s.bytes),
-                s.count.before,
-                s.count.after,
-                s.functions
-                    .iter()
-                    .take(4)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(" <- ")
+                thousands(s.count.before),
+                blocks(s.count.after, "block"),
+                site(s)
             )?;
         }
         for t in p.transfers.iter().filter(|t| t.bytes.delta != 0) {
@@ -89,6 +91,66 @@ fn text(d: &Diff, top: usize, out: &mut dyn Write) -> io::Result<()> {
     }
     for p in &d.only_after {
         writeln!(out, "only in the second run: {p}")?;
+    }
+    Ok(())
+}
+
+/// A site's innermost frames, innermost first.
+fn site(s: &crate::report::diff::SiteChange) -> String {
+    s.functions
+        .iter()
+        .take(4)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" <- ")
+}
+
+/// The same as a Markdown table per process, to paste under a fix.
+fn markdown(d: &Diff, top: usize, out: &mut dyn Write) -> io::Result<()> {
+    let cell = |s: &str| s.replace('|', "\\|").replace('`', "'");
+    writeln!(out, "# memshim diff\n")?;
+    for p in &d.processes {
+        writeln!(
+            out,
+            "## `{}` (pid {} -> {})\n",
+            cell(&p.program),
+            p.pid_before,
+            p.pid_after
+        )?;
+        writeln!(out, "| | before -> after |\n|---|---|")?;
+        writeln!(out, "| peak heap | {} |", change(&p.peak_heap))?;
+        writeln!(out, "| leaked heap | {} |", change(&p.leaked_heap))?;
+        if p.peak_device.before + p.peak_device.after > 0 {
+            writeln!(out, "| peak device | {} |", change(&p.peak_device))?;
+            writeln!(out, "| leaked device | {} |", change(&p.leaked_device))?;
+        }
+        writeln!(out)?;
+        if p.sites.is_empty() {
+            writeln!(out, "No leak site changed.\n")?;
+            continue;
+        }
+        writeln!(
+            out,
+            "| memory | leaked | blocks | site |\n|---|---|---|---|"
+        )?;
+        for s in p.sites.iter().take(top) {
+            writeln!(
+                out,
+                "| {} | {} | {} -> {} | `{}` |",
+                s.memory,
+                change(&s.bytes),
+                thousands(s.count.before),
+                thousands(s.count.after),
+                cell(&site(s))
+            )?;
+        }
+        writeln!(out)?;
+    }
+    for p in &d.only_before {
+        writeln!(out, "- only in the first run: `{}`", cell(p))?;
+    }
+    for p in &d.only_after {
+        writeln!(out, "- only in the second run: `{}`", cell(p))?;
     }
     Ok(())
 }

@@ -18,8 +18,15 @@ pub enum Kind {
     Perfetto,
 }
 
-/// Runs the subcommand.
-pub fn run(paths: &[PathBuf], kind: Kind, output: Option<&Path>, redact: bool) -> Result<()> {
+/// Runs the subcommand; with `all_frames`, collapsed stacks and speedscope profiles keep the frames
+/// the reports hide (see `report::frame_marks`).
+pub fn run(
+    paths: &[PathBuf],
+    kind: Kind,
+    output: Option<&Path>,
+    redact: bool,
+    all_frames: bool,
+) -> Result<()> {
     let files = traces::collect(paths)?;
     let mut dest = destination(output)?;
     // Redacted exports are made whole first, then redacted: collapsed stacks as text, the timeline
@@ -31,16 +38,18 @@ pub fn run(paths: &[PathBuf], kind: Kind, output: Option<&Path>, redact: bool) -
         match kind {
             Kind::Collapsed(by, memory) => {
                 for f in &files {
-                    let Some(t) = readable(f, files.len())? else {
+                    let Some(mut t) = readable(f, files.len())? else {
                         continue;
                     };
                     hosts.push(t.header.hostname.clone());
+                    t.all_frames = all_frames;
                     collapsed::write(&t, by, memory, out)
                         .context("cannot write the collapsed stacks")?;
                 }
             }
             Kind::Speedscope(by, memory) => {
-                let all = readable_all(&files)?;
+                let mut all = readable_all(&files)?;
+                all.iter_mut().for_each(|t| t.all_frames = all_frames);
                 hosts.extend(all.iter().map(|t| t.header.hostname.clone()));
                 speedscope::write(&all, by, memory, out)
                     .context("cannot write the speedscope profile")?;

@@ -21,6 +21,10 @@ pub struct View {
     pub color: String,
     /// `--fail-on`: limits the report is checked against.
     pub fail_on: Vec<gate::Limit>,
+    /// `--all-frames`: show the frames the reports hide by default.
+    pub all_frames: bool,
+    /// `--suppressions FILE`: leaks set apart from the program's.
+    pub suppressions: Option<PathBuf>,
 }
 
 /// Runs the subcommand; returns the exit status: 0, or `gate::EXIT_LIMIT_BROKEN` when a
@@ -41,7 +45,10 @@ pub fn run(paths: &[PathBuf], view: &View, output: Option<&Path>) -> Result<u8> 
             anyhow::bail!("--since {a} is after --until {b}: the window would be empty");
         }
     }
-    let mut model = load(paths, view.window)?;
+    // Read before the traces: a mistake in the file is reported at once.
+    let suppressions = suppressions(view.suppressions.as_deref())?;
+    let mut model = load_frames(paths, view.window, view.all_frames)?;
+    report::suppressions::apply(&mut model, &suppressions);
     let pids: Vec<u32> = model.processes.iter().map(|p| p.pid).collect();
     if let Some(missing) = view.filter.pids.iter().find(|p| !pids.contains(p)) {
         let mut held = pids;
@@ -115,16 +122,34 @@ pub fn gate_status(model: &report::model::Report, limits: &[gate::Limit]) -> u8 
     }
 }
 
+/// The rules of `--suppressions FILE`, none without it.
+pub fn suppressions(path: Option<&Path>) -> Result<report::suppressions::Suppressions> {
+    path.map_or_else(
+        || Ok(Default::default()),
+        report::suppressions::Suppressions::load,
+    )
+}
+
 /// The report model of the traces in `paths` (files or directories), each replayed over `window`.
 /// A trace that cannot be read among several is named in the model (and on stderr); when none can
 /// be read, or the only one cannot, that is the error.
 pub fn load(paths: &[PathBuf], window: replay::Window) -> Result<report::model::Report> {
+    load_frames(paths, window, false)
+}
+
+/// As [`load`]; with `all_frames`, no frame is marked hidden (see `report::frame_marks`).
+pub fn load_frames(
+    paths: &[PathBuf],
+    window: replay::Window,
+    all_frames: bool,
+) -> Result<report::model::Report> {
     let files = traces::collect(paths)?;
     let mut replayed = Vec::with_capacity(files.len());
     let mut unreadable = Vec::new();
     for f in &files {
         match replay::replay_window(f, window) {
-            Ok(r) => {
+            Ok(mut r) => {
+                r.all_frames = all_frames;
                 if let Some(c) = &r.corrupt {
                     eprintln!("memshim: warning: {}: {c}", f.display());
                 }

@@ -19,15 +19,24 @@ use crate::{gate, signals, traces};
 /// The shim's file name.
 const LIB_NAME: &str = "libmemshim.so";
 
+/// What the traces are checked against after the command: `--fail-on` and `--suppressions`.
+pub struct Gate {
+    pub limits: Vec<gate::Limit>,
+    pub suppressions: Option<PathBuf>,
+}
+
 /// Runs the subcommand; returns the exit code to leave with (the command's own).
 pub fn run(
     output: Option<PathBuf>,
     quiet: bool,
     python_malloc: bool,
     sample: Option<u64>,
-    fail_on: &[gate::Limit],
+    gate: &Gate,
     command: Vec<String>,
 ) -> Result<u8> {
+    let fail_on = &gate.limits[..];
+    // A mistake in the suppressions file is said before the command runs, not after.
+    let suppressions = super::report::suppressions(gate.suppressions.as_deref())?;
     let lib = find_lib()?;
     let program = command.first().context("no command was given after --")?;
     let dir = match output {
@@ -155,7 +164,10 @@ pub fn run(
     }
     // The command's own failure is the status to leave with; the limits are still reported.
     let gated = match super::report::load(std::slice::from_ref(&dir), Default::default()) {
-        Ok(model) => super::report::gate_status(&model, fail_on),
+        Ok(mut model) => {
+            crate::report::suppressions::apply(&mut model, &suppressions);
+            super::report::gate_status(&model, fail_on)
+        }
         Err(e) => {
             eprintln!("memshim: cannot check --fail-on: {e:#}");
             1

@@ -24,7 +24,8 @@ pub fn write(t: &Replayed, by: CollapsedBy, memory: Memory, out: &mut dyn Write)
     ));
     for (id, weight) in weighted_sites(t, by, memory) {
         let mut line = root.clone();
-        for f in frames(t, &mut sym, id).iter().rev() {
+        let stack = frames(t, &mut sym, id);
+        for f in crate::report::frame_marks::shown(&stack).iter().rev() {
             line.push(';');
             line.push_str(&clean(&name(f)));
         }
@@ -78,11 +79,11 @@ pub fn site_stats(t: &Replayed, memory: Memory, at_peak: bool) -> Vec<(u32, Site
     sites
 }
 
-/// A frame's name: its function, or its module and address when it has no symbol.
+/// A frame's name: its function, or `module+0xoffset` when it has no symbol (the same in every run).
 pub fn name(f: &FrameOut) -> String {
     f.function
         .clone()
-        .unwrap_or_else(|| format!("{} {}", f.module.as_deref().unwrap_or("?"), f.address))
+        .unwrap_or_else(|| crate::report::frame_marks::place(f))
 }
 
 /// Semicolons separate frames and the last space separates the weight: keep both out of names.

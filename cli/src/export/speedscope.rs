@@ -27,8 +27,9 @@ pub fn write(
         let (mut samples, mut weights) = (Vec::new(), Vec::new());
         for (id, weight) in weighted_sites(t, by, memory) {
             // speedscope lists a sample's frames from the outermost.
-            let stack: Vec<usize> = frames(t, &mut sym, id)
-                .iter()
+            let all = frames(t, &mut sym, id);
+            let stack: Vec<usize> = crate::report::frame_marks::shown(&all)
+                .into_iter()
                 .rev()
                 .map(|f| {
                     let label = name(f);

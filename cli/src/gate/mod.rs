@@ -123,10 +123,11 @@ fn broken(report: &Report, limit: Limit) -> Option<String> {
     ))
 }
 
-/// The program's own bytes of a leak class: what the CUDA driver keeps for itself until exit is not
-/// the program's to free.
+/// The program's own bytes of a leak class: what the CUDA driver keeps for itself until exit, what
+/// system code allocates once by design and what `--suppressions` matched are not the program's to
+/// free.
 fn own_bytes(c: &LeakClass) -> u64 {
-    c.bytes - c.driver_bytes
+    c.program_bytes()
 }
 
 /// What a process left allocated on its GPUs: with PyTorch's allocator seen, the tensors still held
@@ -146,9 +147,7 @@ fn top_leak(procs: &[Process], class: fn(&Process) -> &LeakClass) -> Option<Stri
         .iter()
         .flat_map(|p| {
             class(p)
-                .sites
-                .iter()
-                .filter(|s| s.owner != "cuda_driver")
+                .program_sites()
                 .map(move |s| (p, s, s.estimated.as_ref().map_or(s.bytes, |e| e.bytes)))
         })
         // The first of equal sites (in the report's order), so the line is the same run after run.
@@ -200,22 +199,25 @@ fn process_name(p: &Process) -> String {
     format!("{exe} (pid {})", p.pid)
 }
 
-/// The frame a user acts on: the innermost Python line, or the innermost native frame that is not
-/// the allocator itself.
+/// The frame a user acts on: the innermost Python line, or the innermost named native frame that is
+/// not the allocator itself (a frame without a symbol is named by its module and offset only when
+/// no frame has a name).
 fn site_name(frames: &[FrameOut]) -> String {
-    let (first, _) = site_view(frames);
+    use crate::report::frame_marks::{file_name, place, shown};
+    let frames: Vec<FrameOut> = shown(frames).into_iter().cloned().collect();
+    let (first, _) = site_view(&frames);
     let Some(f) = first
         .iter()
-        .find(|f| !is_allocator(f))
+        .find(|f| !is_allocator(f) && f.function.is_some())
         .or_else(|| first.first())
     else {
         return "an unknown site".into();
     };
-    let func = f.function.as_deref().unwrap_or("??");
-    match (&f.file, f.line) {
-        (Some(file), Some(line)) => {
-            format!("{func} {}:{line}", file.rsplit('/').next().unwrap_or(file))
-        }
+    let Some(func) = f.function.as_deref() else {
+        return place(f);
+    };
+    match (file_name(f), f.line) {
+        (Some(file), Some(line)) => format!("{func} {file}:{line}"),
         _ => match &f.module {
             Some(m) => format!("{func} ({})", m.rsplit('/').next().unwrap_or(m)),
             None => func.to_string(),

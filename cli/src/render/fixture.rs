@@ -11,6 +11,9 @@ fn frame(function: &str, file: &str, line: u32) -> FrameOut {
         module: Some("/app/train".into()),
         address: "0x401234".into(),
         main_thread: false,
+        offset: None,
+        hidden: None,
+        short_file: None,
     }
 }
 
@@ -24,12 +27,16 @@ fn py(function: &str, line: u32, main_thread: bool) -> FrameOut {
         module: None,
         address: "0x8000000100000010".into(),
         main_thread,
+        offset: None,
+        hidden: None,
+        short_file: None,
     }
 }
 
 pub(crate) fn site(bytes: u64, count: u64, frames: Vec<FrameOut>) -> Site {
     Site {
         owner: "program",
+        suppressed_by: None,
         bytes,
         count,
         allocations: count * 2,
@@ -113,8 +120,23 @@ pub fn report() -> Report {
             4096,
             1,
             vec![
+                // A frame without a symbol, shown by module and offset.
+                FrameOut {
+                    function: None,
+                    file: None,
+                    line: None,
+                    module: Some("/app/libvocab.so".into()),
+                    address: "0x7f3a00002f10".into(),
+                    offset: Some("0x2f10".into()),
+                    ..frame("", "", 0)
+                },
                 frame("load_vocab", "data.c", 41),
                 frame("main", "train.c", 12),
+                // Start-up, hidden by the renderers.
+                FrameOut {
+                    hidden: Some("startup"),
+                    ..frame("_start", "start.S", 115)
+                },
             ],
         ),
         site(
@@ -229,7 +251,7 @@ pub fn report() -> Report {
         }],
         findings: vec![Finding {
             kind: "out_of_memory",
-            text: "1 device allocations failed with out-of-memory; retried after freeing 32.0 MiB"
+            text: "1 device allocation failed with out-of-memory; retried after freeing 32.0 MiB"
                 .into(),
         }],
         ..DeviceSection::default()

@@ -36,6 +36,11 @@ fn trim(v: &mut serde_json::Value) {
             for (k, val) in map.iter_mut() {
                 if k == "frames" {
                     if let Value::Array(frames) = val {
+                        // The frames the other reports hide (start-up, import machinery, the
+                        // interpreter) stay in the JSON report only.
+                        if frames.iter().any(|f| f.get("hidden").is_none()) {
+                            frames.retain(|f| f.get("hidden").is_none());
+                        }
                         frames.truncate(MAX_FRAMES);
                         frames.iter_mut().for_each(slim_frame);
                     }
@@ -52,9 +57,22 @@ fn slim_frame(f: &mut serde_json::Value) {
     let Some(map) = f.as_object_mut() else {
         return;
     };
+    // The page names a file as the text report does (`short_file`, a Python file from its package,
+    // else the file's own name) and an unnamed frame by its module and offset.
+    let module = map.remove("module");
+    let offset = map.remove("offset");
+    if map.get("function").is_none_or(|v| v.is_null()) {
+        if let (Some(m), Some(o)) = (
+            module.as_ref().and_then(|v| v.as_str()),
+            offset.as_ref().and_then(|v| v.as_str()),
+        ) {
+            let m = m.rsplit('/').next().unwrap_or(m);
+            map.insert("function".into(), format!("{m}+{o}").into());
+        }
+    }
     map.remove("address");
-    map.remove("module");
-    for key in ["function", "file"] {
+    map.remove("hidden");
+    for key in ["function", "file", "short_file"] {
         if let Some(serde_json::Value::String(s)) = map.get_mut(key) {
             if s.chars().count() > MAX_NAME {
                 *s = format!("{}…", s.chars().take(MAX_NAME - 1).collect::<String>());
@@ -122,6 +140,22 @@ impl Render for Html {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_page_leaves_hidden_frames_out_and_names_unnamed_ones_by_offset() {
+        let mut v = serde_json::json!({"sites": [{"bytes": 1, "frames": [
+            {"function": null, "module": "/app/libx.so", "offset": "0x2f10", "address": "0x7f0000002f10"},
+            {"function": "run", "file": "/venv/lib/python3.12/site-packages/pkg/run.py",
+             "short_file": "pkg/run.py", "kind": "python", "line": 3},
+            {"function": "_start", "hidden": "startup", "address": "0x1"}
+        ]}]});
+        trim(&mut v);
+        let frames = v["sites"][0]["frames"].as_array().unwrap();
+        assert_eq!(frames.len(), 2);
+        assert_eq!(frames[0], serde_json::json!({"function": "libx.so+0x2f10"}));
+        assert_eq!(frames[1]["short_file"], "pkg/run.py");
+        assert!(frames[1]["file"].as_str().unwrap().starts_with("/venv/"));
+    }
 
     #[test]
     fn long_site_lists_and_deep_stacks_are_cut_for_the_page() {

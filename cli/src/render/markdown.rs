@@ -223,13 +223,13 @@ impl Markdown {
             writeln!(out, "### Device memory\n")?;
             writeln!(
                 out,
-                "{} allocations ({}), {} frees; peak {} at {:.3} s; {} failed calls.\n",
-                d.allocations,
+                "{} ({}), {}; peak {} at {:.3} s; {}.\n",
+                crate::units::blocks(d.allocations, "allocation"),
                 human_bytes(d.allocated_bytes),
-                d.frees,
+                crate::units::blocks(d.frees, "free"),
                 human_bytes(d.peak_bytes),
                 d.peak_time_s,
-                d.failures.len()
+                crate::units::blocks(d.failures.len() as u64, "failed call")
             )?;
             for g in &d.gpus {
                 writeln!(out, "- {}", super::gpu_line(g))?;
@@ -304,20 +304,17 @@ impl Markdown {
     }
 
     fn leaks(&self, title: &str, c: &LeakClass, out: &mut dyn Write) -> io::Result<()> {
-        let own: Vec<&Site> = c
-            .sites
-            .iter()
-            .filter(|s| s.owner != "cuda_driver")
-            .collect();
-        if own.is_empty() && c.driver_count == 0 {
+        use crate::units::blocks;
+        let own: Vec<&Site> = c.program_sites().collect();
+        if own.is_empty() && c.program_count() == 0 && c.sites.is_empty() {
             return Ok(());
         }
         writeln!(
             out,
-            "**{title}**: {} in {} blocks from {} sites{}.\n",
+            "**{title}**: {} in {} from {}{}.\n",
             human_bytes(c.program_bytes()),
-            c.program_count(),
-            own.len(),
+            blocks(c.program_count(), "block"),
+            blocks(own.len() as u64, "site"),
             if c.driver_count > 0 {
                 format!(
                     " (plus {} the CUDA driver keeps for itself)",
@@ -327,6 +324,16 @@ impl Markdown {
                 String::new()
             }
         )?;
+        let apart: Vec<String> = super::set_apart::by_design_lines(c, "block")
+            .into_iter()
+            .chain(super::set_apart::suppressed_lines(c, "block"))
+            .collect();
+        for line in &apart {
+            writeln!(out, "- not the program's: {}", escape(line))?;
+        }
+        if !apart.is_empty() {
+            writeln!(out)?;
+        }
         if own.is_empty() {
             return Ok(());
         }
@@ -405,6 +412,7 @@ mod tests {
                 f[0].function = Some(format!("allocate_{i}"));
                 p.leaks.host.sites.push(crate::report::model::Site {
                     owner: "program",
+                    suppressed_by: None,
                     bytes: 1000 + i,
                     count: 1,
                     allocations: 1,

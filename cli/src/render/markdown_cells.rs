@@ -7,9 +7,12 @@ use crate::report::model::FrameOut;
 const FRAMES: usize = 4;
 
 /// A site as one table cell: the innermost frames, innermost first, separated by arrows, ending at
-/// `main` (what runs before it is the C library's start-up).
+/// `main` (what runs before it is the C library's start-up), without the frames the reports hide
+/// (see `report::frame_marks`).
 pub fn site_cell(frames: &[FrameOut]) -> String {
-    let (first, native) = site_view(frames);
+    use crate::report::frame_marks::{file_name, place, shown};
+    let frames: Vec<FrameOut> = shown(frames).into_iter().cloned().collect();
+    let (first, native) = site_view(&frames);
     let end = first
         .iter()
         .position(|f| f.function.as_deref() == Some("main"))
@@ -20,13 +23,9 @@ pub fn site_cell(frames: &[FrameOut]) -> String {
         .take(FRAMES)
         .map(|f| {
             let func = escape(f.function.as_deref().unwrap_or("??"));
-            match (&f.file, f.line) {
-                (Some(file), Some(line)) => {
-                    format!(
-                        "`{func}` ({}:{line})",
-                        escape(file.rsplit('/').next().unwrap_or(file))
-                    )
-                }
+            match (file_name(f), f.line) {
+                (Some(file), Some(line)) => format!("`{func}` ({}:{line})", escape(file)),
+                _ if f.function.is_none() => format!("`{}`", escape(&place(f))),
                 _ => format!("`{func}`"),
             }
         })

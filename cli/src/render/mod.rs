@@ -6,6 +6,7 @@ pub mod markdown;
 mod markdown_cells;
 mod markdown_torch;
 pub mod numa_lines;
+mod set_apart;
 pub mod text;
 
 use std::io::{self, Write};
@@ -64,12 +65,13 @@ pub fn rank_cells(row: &crate::report::model::RankRow) -> [String; 10] {
 /// One GPU as NVML saw it, in one line.
 /// The host heap's totals in one line, as the text and Markdown reports give them.
 pub fn heap_line(h: &crate::report::model::HeapSummary) -> String {
+    use crate::units::{blocks, thousands};
     format!(
-        "{} allocations ({}), {} frees, {} temporary; peak {} at {:.3} s",
-        h.allocations,
+        "{} ({}), {}, {} temporary; peak {} at {:.3} s",
+        blocks(h.allocations, "allocation"),
         human_bytes(h.allocated_bytes),
-        h.frees,
-        h.temporary_allocations,
+        blocks(h.frees, "free"),
+        thousands(h.temporary_allocations),
         human_bytes(h.peak_bytes),
         h.peak_time_s
     )
@@ -166,6 +168,14 @@ pub(crate) mod fixture;
 #[cfg(test)]
 pub fn fixture_report() -> crate::report::model::Report {
     fixture::report()
+}
+
+/// The fixture report with its first process's device leaks gone, for comparing against.
+#[cfg(test)]
+pub fn fixture_report_without_device() -> crate::report::model::Report {
+    let mut r = fixture::report();
+    r.processes[0].leaks.device = Default::default();
+    r
 }
 
 #[cfg(test)]

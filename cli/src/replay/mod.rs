@@ -128,6 +128,8 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
         unified: Default::default(),
         py_codes: HashMap::default(),
         py_groups: HashMap::default(),
+        all_frames: false,
+        script_dir: Default::default(),
         py_strings: HashMap::default(),
         py_pending: Vec::new(),
     };

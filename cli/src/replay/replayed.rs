@@ -105,6 +105,11 @@ pub struct Replayed {
     /// Stack ids that share their Python frames with a smaller id, mapped to it (one site per
     /// Python location).
     pub py_groups: HashMap<u32, u32>,
+    /// `--all-frames`: the reports of this trace show every frame (see `report::frame_marks`). Set
+    /// by the command after replaying; replay itself never reads it.
+    pub all_frames: bool,
+    /// The Python script's directory, worked out once by `report::frame_marks`.
+    pub script_dir: std::sync::OnceLock<Option<String>>,
     /// The string table, until the code objects that use it are resolved.
     pub(super) py_strings: HashMap<u32, String>,
     /// Code objects whose strings were not defined yet.

@@ -186,10 +186,10 @@ fn findings(s: &DeviceSection, leaked: &LeakClass) -> Vec<Finding> {
         v.push(Finding {
             kind: "device_leak",
             text: format!(
-                "{} of device memory in {} blocks from {} call sites was never freed (largest: {} from one site)",
+                "{} of device memory in {} from {} was never freed (largest: {} from one site)",
                 human_bytes(leaked.bytes),
-                leaked.count,
-                leaked.sites.len(),
+                crate::units::blocks(leaked.count, "block"),
+                crate::units::blocks(leaked.sites.len() as u64, "call site"),
                 human_bytes(leaked.sites.first().map_or(0, |x| x.bytes))
             ),
         });
@@ -203,8 +203,8 @@ fn findings(s: &DeviceSection, leaked: &LeakClass) -> Vec<Finding> {
         let retried: Vec<&&FailureOut> = ooms.iter().filter(|f| f.retried_after_freeing).collect();
         let flushed: u64 = retried.iter().map(|f| f.freed_before_retry).sum();
         let mut text = format!(
-            "{} device allocations failed with out-of-memory (largest request {}, with {} held at the time)",
-            ooms.len(),
+            "{} failed with out-of-memory (largest request {}, with {} held at the time)",
+            crate::units::blocks(ooms.len() as u64, "device allocation"),
             human_bytes(ooms.iter().map(|f| f.size).max().unwrap_or(0)),
             human_bytes(ooms.iter().map(|f| f.live_device_bytes).max().unwrap_or(0)),
         );

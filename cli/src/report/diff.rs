@@ -1,6 +1,7 @@
 //! What changed between two runs, for checking a fix: per process (paired by program name, in start
 //! order), the change in peak and leaked memory, the call sites that leak more or less (matched by
-//! their function names, since addresses move between runs), and transfers by kind.
+//! the function names of the frames the reports show, Python frames with their files, since
+//! addresses move between runs), and transfers by kind.
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -73,8 +74,9 @@ pub struct TransferChange {
     pub count: Change,
 }
 
-/// Compares two reports.
-pub fn diff(before: &Report, after: &Report) -> Diff {
+/// Compares two reports; sites whose leaked bytes changed by less than `min_bytes` are left out
+/// (the noise of allocations that differ by a few bytes from run to run).
+pub fn diff(before: &Report, after: &Report, min_bytes: u64) -> Diff {
     let mut out = Diff {
         schema: "memshim.diff/1",
         processes: Vec::new(),
@@ -86,7 +88,7 @@ pub fn diff(before: &Report, after: &Report) -> Diff {
         match unmatched.iter().position(|a| program(a) == program(b)) {
             Some(i) => {
                 let a = unmatched.remove(i);
-                out.processes.push(process(b, a));
+                out.processes.push(process(b, a, min_bytes));
             }
             None => out.only_before.push(program(b)),
         }
@@ -99,7 +101,7 @@ fn program(p: &Process) -> String {
     p.exe.rsplit('/').next().unwrap_or(&p.exe).to_string()
 }
 
-fn process(b: &Process, a: &Process) -> ProcessDiff {
+fn process(b: &Process, a: &Process, min_bytes: u64) -> ProcessDiff {
     let mut sites = Vec::new();
     for (memory, cb, ca) in [
         ("host", &b.leaks.host, &a.leaks.host),
@@ -110,7 +112,8 @@ fn process(b: &Process, a: &Process) -> ProcessDiff {
         for k in keys {
             let (bb, bc) = mb.get(k).copied().unwrap_or((0, 0));
             let (ab, ac) = ma.get(k).copied().unwrap_or((0, 0));
-            if bb != ab || bc != ac {
+            let moved = ab.abs_diff(bb);
+            if (bb != ab || bc != ac) && (moved >= min_bytes || min_bytes == 0) {
                 sites.push(SiteChange {
                     memory,
                     functions: k.clone(),
@@ -166,13 +169,13 @@ fn process(b: &Process, a: &Process) -> ProcessDiff {
 }
 
 fn own(c: &LeakClass) -> u64 {
-    c.bytes - c.driver_bytes
+    c.program_bytes()
 }
 
 /// The program's sites by their function names: (bytes, count), summed when names coincide.
 fn by_key(c: &LeakClass) -> BTreeMap<Vec<String>, (u64, u64)> {
     let mut m: BTreeMap<Vec<String>, (u64, u64)> = BTreeMap::new();
-    for s in c.sites.iter().filter(|s| s.owner != "cuda_driver") {
+    for s in c.program_sites() {
         let e = m.entry(key(&s.frames)).or_default();
         e.0 += s.bytes;
         e.1 += s.count;
@@ -180,10 +183,57 @@ fn by_key(c: &LeakClass) -> BTreeMap<Vec<String>, (u64, u64)> {
     m
 }
 
+/// A site's identity across runs: the frames the reports show (a Python site by its Python frames,
+/// which the native frames under them would otherwise crowd out), each by its function; a frame
+/// without a symbol by its module and offset, which do not move between runs.
 fn key(frames: &[FrameOut]) -> Vec<String> {
-    frames
+    let shown: Vec<FrameOut> = super::frame_marks::shown(frames)
+        .into_iter()
+        .cloned()
+        .collect();
+    let (first, _) = crate::render::site_view(&shown);
+    first
         .iter()
         .take(KEY_FRAMES)
-        .map(|f| f.function.clone().unwrap_or_else(|| "??".into()))
+        .map(|f| match (&f.function, super::frame_marks::file_name(f)) {
+            // `<module>` is every script's: a Python frame is named with its file (not its line,
+            // which a fix moves).
+            (Some(func), Some(file)) if f.kind == "python" => format!("{func} ({file})"),
+            (Some(func), _) => func.clone(),
+            (None, _) => super::frame_marks::place(f),
+        })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_changes_are_noise_and_python_sites_go_by_their_python_frames() {
+        let before = crate::render::fixture_report();
+        let mut after = crate::render::fixture_report();
+        after.processes[0].leaks.host.sites[1].bytes += 24;
+        after.processes[0].leaks.host.bytes += 24;
+        let all = diff(&before, &after, 0);
+        assert_eq!(all.processes[0].sites.len(), 1);
+        assert_eq!(all.processes[0].sites[0].bytes.delta, 24);
+        assert_eq!(all.processes[0].sites[0].functions, ["make_batch", "main"]);
+        assert!(diff(&before, &after, 64).processes[0].sites.is_empty());
+        // The device site reached from Python is named by its Python frames, not `cudaMalloc`.
+        let gone = diff(&before, &crate::render::fixture_report_without_device(), 0);
+        let python: Vec<&Vec<String>> = gone.processes[0]
+            .sites
+            .iter()
+            .filter(|s| s.memory == "device")
+            .map(|s| &s.functions)
+            .collect();
+        assert!(
+            python.contains(&&vec![
+                "train_step (train.py)".to_string(),
+                "<module> (train.py)".to_string()
+            ]),
+            "{python:?}"
+        );
+    }
 }

@@ -39,12 +39,14 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
     let mut findings = Vec::new();
     for (what, list) in [("host heap", &host), ("device memory", &device)] {
         if let Some(top) = list.first() {
+            let at = super::sites::program_site(&frames(t, sym, top.stack))
+                .map(|s| format!(", {s},"))
+                .unwrap_or_default();
             findings.push(Finding {
                 kind: "growth",
                 text: format!(
-                    "{} call site{} kept growing their {what} until the end; the fastest went from {} to {} at {}/s and still holds {}",
-                    list.len(),
-                    if list.len() == 1 { "" } else { "s" },
+                    "{} kept growing their {what} until the end; the fastest{at} went from {} to {} at {}/s and still holds {}",
+                    crate::units::blocks(list.len() as u64, "call site"),
                     human_bytes(top.from.1),
                     human_bytes(top.to.1),
                     human_bytes(top.rate as u64),

@@ -1,6 +1,7 @@
 //! The one report model every renderer draws from; its JSON form is the `memshim.report/1` contract
 //! (see `docs/report-schema.md`). Fields are only ever added.
 pub mod build;
+pub mod by_design;
 pub mod counted;
 pub mod counters;
 pub mod device;
@@ -8,6 +9,7 @@ pub mod diff;
 pub mod filter;
 pub mod first_touch;
 pub mod fragmentation;
+pub mod frame_marks;
 pub mod gpus;
 pub mod growth;
 pub mod model;
@@ -17,6 +19,7 @@ pub mod ranks;
 pub mod redact;
 pub mod released;
 pub mod sites;
+pub mod suppressions;
 pub mod system;
 pub mod torch;
 pub mod torch_roles;

@@ -3,7 +3,8 @@
 //! stay until exit by design and are not the program's leaks. A site is the driver's when a frame of
 //! its stack is in the driver's libraries (`libcuda.so*`, `libnvidia-*`, `libcupti*`); else NCCL's when a frame is
 //! in `libnccl*` or is an `nccl*` function (NCCL linked statically): its buffers and communicators,
-//! which a distributed job keeps for its whole life.
+//! which a distributed job keeps for its whole life; else a system library's one-time memory (see
+//! `by_design`).
 use super::model::FrameOut;
 
 /// The owner of a host or mapping site.
@@ -21,7 +22,7 @@ pub fn owner(frames: &[FrameOut]) -> &'static str {
     }) {
         "nccl"
     } else {
-        "program"
+        super::by_design::owner(frames).unwrap_or("program")
     }
 }
 
@@ -86,6 +87,9 @@ mod tests {
             module: Some(module.into()),
             address: "0x1".into(),
             main_thread: false,
+            offset: None,
+            hidden: None,
+            short_file: None,
         }
     }
 

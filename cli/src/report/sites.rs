@@ -32,6 +32,7 @@ pub fn leak_class_grouped(
             let frames = frames(t, sym, id);
             Site {
                 owner: super::owner::owner(&frames),
+                suppressed_by: None,
                 bytes: s.live_bytes,
                 count: s.live_count,
                 allocations: s.allocations,
@@ -44,15 +45,27 @@ pub fn leak_class_grouped(
             }
         })
         .collect();
+    // Largest first by what the reports print: with sampling, the estimate (scaling favours small
+    // blocks, so the sampled bytes' order is not the estimates' order).
+    let mut list = list;
+    list.sort_by_key(|s| std::cmp::Reverse(s.estimated.as_ref().map_or(s.bytes, |e| e.bytes)));
     let unsampled = sites.get(&memshim_trace::UNSAMPLED);
     let unsampled_bytes = unsampled.map_or(0, |s| s.live_bytes);
     let unsampled_count = unsampled.map_or(0, |s| s.live_count);
     let driver = || list.iter().filter(|s| s.owner == "cuda_driver");
+    let by_design = || {
+        list.iter()
+            .filter(|s| super::by_design::is_by_design(s.owner))
+    };
     LeakClass {
         bytes: list.iter().map(|s| s.bytes).sum::<u64>() + unsampled_bytes,
         count: list.iter().map(|s| s.count).sum::<u64>() + unsampled_count,
         driver_bytes: driver().map(|s| s.bytes).sum(),
         driver_count: driver().map(|s| s.count).sum(),
+        by_design_bytes: by_design().map(|s| s.bytes).sum(),
+        by_design_count: by_design().map(|s| s.count).sum(),
+        suppressed_bytes: 0,
+        suppressed_count: 0,
         unsampled_bytes,
         unsampled_count,
         sites: list,
@@ -63,7 +76,7 @@ pub fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
     let Some(addrs) = t.stacks.get(&stack) else {
         return Vec::new();
     };
-    addrs
+    let mut out: Vec<FrameOut> = addrs
         .iter()
         .flat_map(|&a| sym.frames(t, a))
         .map(|f| FrameOut {
@@ -74,23 +87,36 @@ pub fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
             module: f.module,
             address: format!("{:#x}", f.address),
             main_thread: f.lent,
+            offset: f.offset.map(|o| format!("{o:#x}")),
+            hidden: None,
+            short_file: None,
         })
-        .collect()
+        .collect();
+    super::frame_marks::mark(&mut out, &super::frame_marks::FrameContext::of(t));
+    out
 }
 
-/// The program's own frame of a stack as "function (file:line)", or the function alone without a line.
+/// The program's own frame of a stack as "function (file:line)", or the function alone without a
+/// line: the innermost Python frame, else the innermost named frame that is neither the CUDA runtime
+/// nor the allocator, among the frames the reports show.
 pub fn program_site(frames: &[FrameOut]) -> Option<String> {
-    let func = crate::report::owner::first_program_function(frames)?;
-    let frame = frames
-        .iter()
-        .find(|f| f.function.as_deref() == Some(func))?;
-    Some(match (&frame.file, frame.line) {
-        (Some(file), Some(line)) => {
-            format!(
-                "{func} ({}:{line})",
-                file.rsplit('/').next().unwrap_or(file)
-            )
-        }
+    let shown: Vec<FrameOut> = super::frame_marks::shown(frames)
+        .into_iter()
+        .cloned()
+        .collect();
+    let frame = shown.iter().find(|f| f.kind == "python").or_else(|| {
+        let func = crate::report::owner::first_program_function(&shown)?;
+        let first = shown
+            .iter()
+            .position(|f| f.function.as_deref() == Some(func))?;
+        shown[first..]
+            .iter()
+            .find(|f| f.function.is_some() && !crate::render::is_allocator(f))
+            .or(shown.get(first))
+    })?;
+    let func = frame.function.as_deref()?;
+    Some(match (super::frame_marks::file_name(frame), frame.line) {
+        (Some(file), Some(line)) => format!("{func} ({file}:{line})"),
         _ => func.to_string(),
     })
 }

@@ -282,6 +282,9 @@ mod tests {
             module: Some("/tmp/numa_cross_node".to_string()),
             address: "0x1000".to_string(),
             main_thread: false,
+            offset: None,
+            hidden: None,
+            short_file: None,
         };
         let remote = |bytes: u64, cpu: u32, frames: Vec<FrameOut>| PlacementOut {
             alloc_cpu: Some(cpu),

@@ -94,6 +94,9 @@ mod tests {
             module: None,
             address: "0x0".to_string(),
             main_thread: false,
+            offset: None,
+            hidden: None,
+            short_file: None,
         }
     }
 

@@ -210,10 +210,26 @@ fn findings(t: &Replayed, sites: &[TransferSite]) -> Vec<Finding> {
     }
     let small: u64 = tr.histogram[..2].iter().sum::<u64>();
     if small >= STORM {
+        // The line that made the most of them: small on average, the most copies.
+        let most = sites
+            .iter()
+            .filter(|s| s.count > 0 && s.bytes / s.count <= SMALL_COPY)
+            .max_by_key(|s| s.count)
+            .and_then(|s| {
+                super::sites::program_site(&s.frames).map(|at| {
+                    format!(
+                        "; the most from {at} ({} {})",
+                        crate::units::thousands(s.count),
+                        if s.count == 1 { "copy" } else { "copies" }
+                    )
+                })
+            })
+            .unwrap_or_default();
         v.push(Finding {
             kind: "small_copies",
             text: format!(
-                "{small} copies of at most {} each: every copy pays a fixed launch cost of microseconds; batch them into larger copies",
+                "{} copies of at most {} each{most}: every copy pays a fixed launch cost of microseconds; batch them into larger copies",
+                crate::units::thousands(small),
                 human_bytes(SMALL_COPY)
             ),
         });

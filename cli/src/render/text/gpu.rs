@@ -81,10 +81,10 @@ impl Text {
         let d = &p.device;
         writeln!(
             out,
-            "device: {} allocations ({}), {} frees; peak {} at {:.3} s",
-            d.allocations,
+            "device: {} ({}), {}; peak {} at {:.3} s",
+            crate::units::blocks(d.allocations, "allocation"),
             human_bytes(d.allocated_bytes),
-            d.frees,
+            crate::units::blocks(d.frees, "free"),
             human_bytes(d.peak_bytes),
             d.peak_time_s
         )?;

@@ -252,7 +252,11 @@ impl Text {
             if list.is_empty() {
                 continue;
             }
-            writeln!(out, "growing {what}: {} sites", list.len())?;
+            writeln!(
+                out,
+                "growing {what}: {}",
+                crate::units::blocks(list.len() as u64, "site")
+            )?;
             for (i, g) in list.iter().take(self.top).enumerate() {
                 writeln!(
                     out,
@@ -290,56 +294,61 @@ impl Text {
     }
 
     fn leaks(&self, title: &str, unit: &str, c: &LeakClass, out: &mut dyn Write) -> io::Result<()> {
-        let own: Vec<&Site> = c
-            .sites
-            .iter()
-            .filter(|s| s.owner != "cuda_driver")
-            .collect();
+        use crate::units::blocks;
+        let own: Vec<&Site> = c.program_sites().collect();
         let (bytes, count) = (c.program_bytes(), c.program_count());
         if count == 0 {
             writeln!(out, "{title}: none")?;
         } else {
             writeln!(
                 out,
-                "{title}: {} in {count} {unit} from {} sites",
+                "{title}: {} in {} from {}",
                 human_bytes(bytes),
-                own.len()
+                blocks(count, unit),
+                blocks(own.len() as u64, "sites")
             )?;
         }
         if c.driver_count > 0 {
+            let driver = c.sites.iter().filter(|s| s.owner == "cuda_driver").count();
             writeln!(
                 out,
-                "  (plus {} in {} {unit} from {} sites that the CUDA driver allocated for itself and keeps until exit)",
+                "  (plus {} in {} from {} that the CUDA driver allocated for itself and keeps until exit)",
                 human_bytes(c.driver_bytes),
-                c.driver_count,
-                c.sites.len() - own.len()
+                blocks(c.driver_count, unit),
+                blocks(driver as u64, "sites")
             )?;
+        }
+        for line in super::set_apart::by_design_lines(c, unit)
+            .into_iter()
+            .chain(super::set_apart::suppressed_lines(c, unit))
+        {
+            writeln!(out, "  plus {line}")?;
         }
         if c.unsampled_count > 0 {
             writeln!(
                 out,
-                "  ({} in {} {unit} were allocated without a sampled stack; the sites below are scaled estimates)",
+                "  ({} in {} were allocated without a sampled stack; the sites below are scaled estimates)",
                 human_bytes(c.unsampled_bytes),
-                c.unsampled_count
+                blocks(c.unsampled_count, unit)
             )?;
         }
         for (i, s) in own.iter().take(self.top).enumerate() {
             match &s.estimated {
                 Some(e) => writeln!(
                     out,
-                    "  #{:<2} about {} in about {} {unit} (estimated from {} sampled)",
+                    "  #{:<2} about {} in about {} (estimated from {} sampled)",
                     i + 1,
                     human_bytes(e.bytes),
-                    e.count,
-                    s.count
+                    blocks(e.count, unit),
+                    crate::units::thousands(s.count)
                 )?,
                 None => writeln!(
                     out,
-                    "  #{:<2} {} in {} {unit} (of {} allocated here)",
+                    "  #{:<2} {} in {} (of {} allocated here)",
                     i + 1,
                     human_bytes(s.bytes),
-                    s.count,
-                    s.allocations
+                    blocks(s.count, unit),
+                    crate::units::thousands(s.allocations)
                 )?,
             }
             if s.owner == "nccl" {
@@ -362,9 +371,14 @@ impl Text {
 }
 
 /// A site's stack: up to `shown` frames, Python frames first with the native frames they called
-/// into one level down (see [`site_view`]).
+/// into one level down (see [`site_view`]); start-up, import and interpreter frames left out (see
+/// `report::frame_marks`).
 fn write_stack(out: &mut dyn Write, frames: &[FrameOut], shown: usize) -> io::Result<()> {
-    let (first, native) = site_view(frames);
+    let frames: Vec<FrameOut> = crate::report::frame_marks::shown(frames)
+        .into_iter()
+        .cloned()
+        .collect();
+    let (first, native) = site_view(&frames);
     if first.first().is_some_and(|f| f.main_thread) {
         writeln!(
             out,
@@ -433,17 +447,10 @@ fn placement_line(b: &PlacementOut) -> String {
 }
 
 fn frame_line(f: &FrameOut) -> String {
-    let func = f.function.as_deref().unwrap_or("??");
-    let module = f
-        .module
-        .as_deref()
-        .map(|m| m.rsplit('/').next().unwrap_or(m))
-        .unwrap_or("?");
-    match (&f.file, f.line) {
-        (Some(file), Some(line)) => {
-            let short = file.rsplit('/').next().unwrap_or(file);
-            format!("{func}  {short}:{line}")
-        }
-        _ => format!("{func}  ({module} {})", f.address),
+    use crate::report::frame_marks::{file_name, place};
+    match (f.function.as_deref(), file_name(f), f.line) {
+        (Some(func), Some(file), Some(line)) => format!("{func}  {file}:{line}"),
+        (Some(func), _, _) => format!("{func}  ({})", place(f)),
+        (None, _, _) => place(f),
     }
 }

@@ -19,6 +19,14 @@ pub struct LeakClass {
     /// Of `bytes` and `count`, what the CUDA driver allocated for itself (see `Site::owner`).
     pub driver_bytes: u64,
     pub driver_count: u64,
+    /// Of `bytes` and `count`, what system code allocated once by design and keeps until exit (sites
+    /// whose `owner` is `c_library`, `cxx_runtime` or `interpreter`).
+    pub by_design_bytes: u64,
+    pub by_design_count: u64,
+    /// Of `bytes` and `count`, what a rule of `--suppressions` matched (sites with `suppressed_by`;
+    /// none of them is the driver's or by design).
+    pub suppressed_bytes: u64,
+    pub suppressed_count: u64,
     /// Of `bytes` and `count`, what was allocated without a sampled stack (not in `sites`).
     pub unsampled_bytes: u64,
     pub unsampled_count: u64,
@@ -26,14 +34,22 @@ pub struct LeakClass {
 }
 
 impl LeakClass {
-    /// What the program itself holds: `bytes` less what the CUDA driver allocated for itself.
+    /// What the program itself holds: `bytes` less what the CUDA driver allocated for itself, what
+    /// system code keeps by design and what the suppressions matched.
     pub fn program_bytes(&self) -> u64 {
-        self.bytes - self.driver_bytes
+        self.bytes
+            .saturating_sub(self.driver_bytes + self.by_design_bytes + self.suppressed_bytes)
     }
 
     /// As [`LeakClass::program_bytes`], in blocks.
     pub fn program_count(&self) -> u64 {
-        self.count - self.driver_count
+        self.count
+            .saturating_sub(self.driver_count + self.by_design_count + self.suppressed_count)
+    }
+
+    /// The program's own sites, largest first (as `sites` is).
+    pub fn program_sites(&self) -> impl Iterator<Item = &Site> {
+        self.sites.iter().filter(|s| s.is_programs())
     }
 }
 
@@ -41,8 +57,13 @@ impl LeakClass {
 #[derive(Serialize, Debug)]
 pub struct Site {
     /// "program"; "cuda_driver" when a frame is in the driver's own libraries; "nccl" when a frame is
-    /// NCCL's.
+    /// NCCL's; "c_library", "cxx_runtime" or "interpreter" for memory those allocate once by design
+    /// (see `report::by_design`).
     pub owner: &'static str,
+    /// The `--suppressions` rule that matched this site, as `leak:PATTERN (FILE:LINE)`; absent when
+    /// none did. A suppressed site is not counted as the program's leak.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suppressed_by: Option<String>,
     /// Bytes still live from here.
     pub bytes: u64,
     /// Blocks still live from here.
@@ -55,6 +76,14 @@ pub struct Site {
     pub estimated: Option<Estimate>,
     /// The stack, innermost first.
     pub frames: Vec<FrameOut>,
+}
+
+impl Site {
+    /// True when the site counts as the program's own: not the driver's, not kept by design, not
+    /// suppressed. NCCL's buffers are the program's (it made the communicators).
+    pub fn is_programs(&self) -> bool {
+        (self.owner == "program" || self.owner == "nccl") && self.suppressed_by.is_none()
+    }
 }
 
 /// A scaled estimate from sampled stacks.
@@ -79,4 +108,19 @@ pub struct FrameOut {
     /// Python code (PyTorch's autograd engine during `backward()`, say).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub main_thread: bool,
+    /// The return address less its module's load bias, as hex (`module+offset` in the reports):
+    /// the same in every run, where ASLR moves `address`. Absent for Python frames and addresses in
+    /// no known module.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<String>,
+    /// Present when the text, Markdown and HTML reports and the exports leave this frame out (see
+    /// `report::frame_marks`): "startup" (`_start`, `__libc_start_main`), "import" (Python's import
+    /// machinery) or "interpreter" (CPython's own frames around Python code). Never set with
+    /// `--all-frames`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<&'static str>,
+    /// A Python frame's file as the reports show it: relative to its package's import root or to the
+    /// script's directory (`torch/nn/modules/linear.py`); `file` keeps the full path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub short_file: Option<String>,
 }

@@ -1,0 +1,138 @@
+//! Memory that system code allocates once, for the whole life of the process, by design: not the
+//! program's leaks, though it is still live at exit. Three owners:
+//! - `c_library`: the C library's one-time buffers, when the innermost frames above the allocator
+//!   are the C library's own and one of them is a stream's buffer (`_IO_file_doallocate`: stdout's,
+//!   or a stream's the program never closed), locale data (`setlocale`, `_nl_*`, the conversion
+//!   tables of `__gconv_*`), the name-service switch (`__nss_*`, `nss_*`) or the dynamic loader
+//!   (`_dl_*`: link maps, TLS blocks);
+//! - `cxx_runtime`: libstdc++'s own start-up allocations, made by its static initialisers while the
+//!   loader runs them (the emergency exception pool of `eh_alloc.cc`);
+//! - `interpreter`: CPython's allocations while it initialises, before the script's first line runs:
+//!   any allocation with `Py_InitializeFromConfig`, `Py_PreInitialize*`, `pymain_init`, `pyinit_*`
+//!   or `init_interp_main` on its stack (the call chain that initialisation is, whether `python3`
+//!   runs a script or a program embeds the interpreter). Memory the script's own imports allocate
+//!   is the program's: it runs under `pymain_run_python`, outside that chain.
+//!
+//! A program's own call into the C library (`strdup`, `fopen`'s stream, `getline`'s line) is still
+//! the program's: only the frames between the allocator and the first frame outside the system
+//! library decide. This module reads frames only; it never changes a figure.
+use super::model::FrameOut;
+
+/// The owner of memory that a system library keeps by design, if the stack is one.
+pub fn owner(frames: &[FrameOut]) -> Option<&'static str> {
+    let inner: Vec<&FrameOut> = frames
+        .iter()
+        .skip_while(|f| crate::render::is_allocator(f) || is_allocation_entry(f))
+        .collect();
+    let libc_run = inner
+        .iter()
+        .take_while(|f| in_module(f, is_libc_module) || is_libc_name(f))
+        .count();
+    if inner[..libc_run].iter().any(|f| is_libc_name(f)) {
+        return Some("c_library");
+    }
+    let cxx_run = inner
+        .iter()
+        .take_while(|f| in_module(f, |m| m.starts_with("libstdc++")))
+        .count();
+    if cxx_run > 0
+        && inner
+            .get(cxx_run)
+            .is_some_and(|f| in_module(f, is_loader_module) || is_loader_init(f))
+    {
+        return Some("cxx_runtime");
+    }
+    if frames.iter().any(is_interpreter_init) {
+        return Some("interpreter");
+    }
+    None
+}
+
+/// True for an owner whose memory is kept apart from the program's leaks.
+pub fn is_by_design(owner: &str) -> bool {
+    matches!(owner, "c_library" | "cxx_runtime" | "interpreter")
+}
+
+/// In words, for the reports.
+pub fn describe(owner: &str) -> &'static str {
+    match owner {
+        "c_library" => "the C library",
+        "cxx_runtime" => "the C++ runtime (its emergency exception pool)",
+        "interpreter" => "the Python interpreter at start-up",
+        _ => "system code",
+    }
+}
+
+/// libc's internal allocation entry points (`__libc_malloc`, `__GI___libc_malloc`, `_int_malloc`).
+fn is_allocation_entry(f: &FrameOut) -> bool {
+    f.function.as_deref().is_some_and(|func| {
+        (func.starts_with("__libc_")
+            && ["malloc", "calloc", "realloc", "memalign"]
+                .iter()
+                .any(|a| func.ends_with(a)))
+            || func.starts_with("__GI___libc_")
+            || func.starts_with("_int_")
+            || func.starts_with("tcache_")
+    })
+}
+
+fn is_libc_name(f: &FrameOut) -> bool {
+    let Some(func) = f.function.as_deref() else {
+        return false;
+    };
+    // With the C library's debugging information its internal aliases are named: `__GI__IO_…`.
+    let func = func.strip_prefix("__GI_").unwrap_or(func);
+    const PREFIXES: [&str; 10] = [
+        "_IO_file_doallocate",
+        // The character-set conversion tables that locale-aware calls load once (`mbstowcs`).
+        "__gconv_",
+        "__wcsmbs_",
+        "setlocale",
+        "_nl_",
+        "__nss_",
+        "nss_",
+        "_nss_",
+        "_dl_",
+        "newlocale",
+    ];
+    PREFIXES.iter().any(|p| func.starts_with(p))
+}
+
+fn is_loader_init(f: &FrameOut) -> bool {
+    f.function
+        .as_deref()
+        .is_some_and(|func| func == "call_init" || func.starts_with("_dl_init"))
+}
+
+fn is_interpreter_init(f: &FrameOut) -> bool {
+    f.kind == "native"
+        && f.function.as_deref().is_some_and(|func| {
+            func.starts_with("Py_Initialize")
+                || func.starts_with("Py_PreInitialize")
+                || func.starts_with("_Py_PreInitialize")
+                || func.starts_with("_Py_InitializeMain")
+                || func.starts_with("pymain_init")
+                || func.starts_with("pyinit_")
+                || func.starts_with("init_interp_main")
+                || func.starts_with("pycore_init")
+        })
+}
+
+fn is_libc_module(base: &str) -> bool {
+    base.starts_with("libc.so") || base.starts_with("libc-") || is_loader_module(base)
+}
+
+fn is_loader_module(base: &str) -> bool {
+    base.starts_with("ld-linux") || base.starts_with("ld-") || base.starts_with("ld64")
+}
+
+fn in_module(f: &FrameOut, test: impl Fn(&str) -> bool) -> bool {
+    f.module
+        .as_deref()
+        .map(|m| m.rsplit('/').next().unwrap_or(m))
+        .is_some_and(test)
+}
+
+#[cfg(test)]
+#[path = "by_design_tests.rs"]
+mod tests;
