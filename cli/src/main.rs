@@ -22,6 +22,12 @@ fn main() -> ExitCode {
             sample,
             command,
         } => cmd::run::run(output, quiet, python_malloc, sample, &fail_on, command),
+        args::Command::Attach {
+            pid,
+            duration,
+            output,
+            quiet,
+        } => cmd::attach::run(pid, duration, output, quiet),
         args::Command::Report {
             paths,
             format,

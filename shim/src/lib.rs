@@ -38,6 +38,8 @@
 // recording path is unused there.
 #![cfg_attr(test, allow(dead_code))]
 
+#[cfg_attr(test, allow(dead_code))]
+mod attach;
 mod channel;
 mod config;
 mod crash;

@@ -12,7 +12,7 @@ use memshim_trace::{Clock, EndReason, Header, TraceWriter};
 
 use crate::channel::{
     self, send, warn, Lifecycle, Session, CONFIG, CONSTRUCTED, CUDA_ON, DROPPED, HEAP_ON,
-    INIT_STARTED, MMAP_ON, OWNER_PID, PENDING, RUNNING, SENDER, STARTING, STATE, STOPPED,
+    INIT_STARTED, LATE, MMAP_ON, OWNER_PID, PENDING, RUNNING, SENDER, STARTING, STATE, STOPPED,
 };
 use crate::config::Config;
 use crate::record::msg::Msg;
@@ -31,6 +31,21 @@ pub fn init() {
     if INIT_STARTED.swap(true, Ordering::AcqRel) {
         return;
     }
+    start();
+}
+
+/// Starts tracing in a process that was running before the shim was loaded (`memshim attach`),
+/// with `cfg` for its settings; false when this process already has settings (it is traced, or
+/// was attached before).
+pub fn start_attached(cfg: Config) -> bool {
+    if CONFIG.set(cfg).is_err() {
+        return false;
+    }
+    start();
+    true
+}
+
+fn start() {
     // A setuid or otherwise secure-execution process is left alone: its trace would be written with
     // privileges the user who set MEMSHIM_OUTPUT does not have.
     if sys::secure_exec() {
@@ -67,7 +82,13 @@ pub fn init() {
     // An allocator loaded before the shim serves the program's heap calls without the shim seeing
     // them, and maps its arenas through the shim's mmap hook, often holding its own locks (a stack
     // captured there can wait on them): its mappings are not the program's, so none are recorded.
-    let foreign = crate::sys::real::foreign_malloc();
+    // Attached late, the global scope's malloc is the C library's, not an allocator in front of
+    // the shim; the slots redirected (see `attach`) are the ones bound to what the shim calls.
+    let foreign = if LATE.load(Ordering::Acquire) {
+        None
+    } else {
+        crate::sys::real::foreign_malloc()
+    };
     MMAP_ON.store(cfg.mmap && foreign.is_none(), Ordering::Relaxed);
     CUDA_ON.store(cfg.cuda, Ordering::Relaxed);
     sys::atfork_child(after_fork_in_child);
@@ -75,7 +96,11 @@ pub fn init() {
     // allocations are then in the trace.
     sys::at_quick_exit(end_at_quick_exit);
     crate::probes::counters::open();
-    crate::crash::install();
+    // A process attached to keeps its own signal dispositions: the handlers that complete the trace
+    // at a crash rely on the sigaction hooks, which only a preloaded shim has.
+    if !LATE.load(Ordering::Acquire) {
+        crate::crash::install();
+    }
     STATE.store(STARTING, Ordering::SeqCst);
     begin();
     if let Some(lib) = foreign {
@@ -92,7 +117,20 @@ pub fn init() {
 /// Called by the library constructor.
 pub fn constructed() {
     CONSTRUCTED.store(true, Ordering::Release);
+    if !INIT_STARTED.load(Ordering::Acquire) && loaded_late() {
+        // Nothing reaches the hooks until `memshim attach` redirects the program's calls, and it
+        // starts the trace then, with its settings (the process's environment has none).
+        LATE.store(true, Ordering::Release);
+        INIT_STARTED.store(true, Ordering::Release);
+        return;
+    }
     init();
+}
+
+/// Whether the shim was loaded into a running process (`dlopen` without `RTLD_GLOBAL`) instead of
+/// in front of it (`LD_PRELOAD`): then the global scope does not hold the shim's symbols.
+fn loaded_late() -> bool {
+    sys::real::dlsym(libc::RTLD_DEFAULT, c"memshim_version").is_null()
 }
 
 /// Opens the trace, spawns the writer and sampler, and goes to RUNNING (or STOPPED with a warning).

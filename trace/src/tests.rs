@@ -49,6 +49,17 @@ pub(crate) fn events_n(n: u64) -> Vec<Event> {
             first_line: 40,
         }),
     });
+    // Version 9: attached to a running process.
+    v.push(Event {
+        t: 5_000_000,
+        tid: 0,
+        record: Record::Attached(Box::new(Attached {
+            process_age_ns: 12_500_000_000,
+            slots: 14,
+            modules: 3,
+            unseen: "device memory".into(),
+        })),
+    });
     // Version 8: PyTorch's allocator, from the inside.
     v.push(Event {
         t: 5_500_000,
@@ -223,6 +234,28 @@ fn foreign_file_is_rejected() {
         .unwrap();
     assert!(matches!(err, Error::NotATrace { .. }), "{err}");
     assert!(err.to_string().contains("not a memshim trace"));
+}
+
+#[test]
+fn a_record_newer_than_the_traces_version_is_corrupt() {
+    let ev = Event {
+        t: 1,
+        tid: 0,
+        record: Record::Attached(Box::new(Attached {
+            process_age_ns: 1,
+            slots: 1,
+            modules: 1,
+            unseen: String::new(),
+        })),
+    };
+    let mut bytes = write_events(&[ev], None, 1);
+    // The same bytes, labelled as the version before attached records existed.
+    bytes[8..12].copy_from_slice(&8u32.to_le_bytes());
+    let msg = read_all(&bytes).err().expect("rejected").to_string();
+    assert!(
+        msg.contains("attached") && msg.contains("version 9") && msg.contains("version 8 trace"),
+        "{msg}"
+    );
 }
 
 #[test]

@@ -19,7 +19,9 @@ pub use signals::*;
 pub use numa::*;
 #[cfg_attr(test, allow(unused_imports))]
 pub use process::*;
-pub use symbols::{dlopen, dlsym, foreign_malloc, function, real_dlsym_addr};
+pub use symbols::{
+    dlopen, dlsym, foreign_malloc, forwarded_to, function, own_definition, real_dlsym_addr,
+};
 // The `dlsym` export of other architectures calls it (x86_64's is written in assembly).
 #[cfg_attr(target_arch = "x86_64", allow(unused_imports))]
 pub use symbols::real_dlsym_raw;
