@@ -127,10 +127,21 @@ pub fn constructed() {
     init();
 }
 
-/// Whether the shim was loaded into a running process (`dlopen` without `RTLD_GLOBAL`) instead of
-/// in front of it (`LD_PRELOAD`): then the global scope does not hold the shim's symbols.
+/// Whether the shim was loaded into a running process (by `memshim attach`) instead of in front of
+/// it: neither `LD_PRELOAD` nor `/etc/ld.so.preload` names its file. (A lookup in the global scope
+/// cannot tell: from inside a library, `dlsym(RTLD_DEFAULT)` searches the library's own scope too.)
 fn loaded_late() -> bool {
-    sys::real::dlsym(libc::RTLD_DEFAULT, c"memshim_version").is_null()
+    let Some(own) = sys::real::own_path() else {
+        return false;
+    };
+    let own = own.rsplit('/').next().unwrap_or(&own).to_string();
+    let names = |list: &str| {
+        list.split([':', ' ', '\t', '\n'])
+            .any(|p| !p.is_empty() && p.rsplit('/').next() == Some(own.as_str()))
+    };
+    let env = std::env::var("LD_PRELOAD").unwrap_or_default();
+    let etc = std::fs::read_to_string("/etc/ld.so.preload").unwrap_or_default();
+    !names(&env) && !names(&etc)
 }
 
 /// Opens the trace, spawns the writer and sampler, and goes to RUNNING (or STOPPED with a warning).

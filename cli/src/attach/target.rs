@@ -100,12 +100,18 @@ impl Process {
         Ok(Process { pid, exe })
     }
 
-    /// Its thread ids, the main thread first.
+    /// Its thread ids, the main thread first, without the shim's own threads (a call that waits
+    /// for the shim's writer must not be made by the writer).
     pub fn threads(&self) -> Vec<i32> {
+        let shims = |tid: &i32| {
+            std::fs::read_to_string(format!("/proc/{}/task/{tid}/comm", self.pid))
+                .is_ok_and(|c| c.starts_with("memshim-"))
+        };
         let mut tids: Vec<i32> = std::fs::read_dir(format!("/proc/{}/task", self.pid))
             .map(|d| {
                 d.flatten()
                     .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                    .filter(|t| !shims(t))
                     .collect()
             })
             .unwrap_or_default();

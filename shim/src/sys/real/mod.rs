@@ -20,7 +20,8 @@ pub use numa::*;
 #[cfg_attr(test, allow(unused_imports))]
 pub use process::*;
 pub use symbols::{
-    dlopen, dlsym, foreign_malloc, forwarded_to, function, own_definition, real_dlsym_addr,
+    dlopen, dlsym, foreign_malloc, forwarded_to, function, own_definition, own_path,
+    real_dlsym_addr,
 };
 // The `dlsym` export of other architectures calls it (x86_64's is written in assembly).
 #[cfg_attr(target_arch = "x86_64", allow(unused_imports))]

@@ -268,6 +268,11 @@ fn resolve_slow() -> bool {
     }
 }
 
+/// The path the loader gave the shim's own file.
+pub fn own_path() -> Option<String> {
+    object_name(own_path as fn() -> Option<String> as usize as *mut c_void)
+}
+
 /// The shim's own definition of `name` (a hook): not what the name means in the shim's own code,
 /// which reaches a preemptible exported symbol through the global scope (the C library's, when the
 /// shim was loaded late). Looked up in the scope of the shim's own handle, which starts at the shim.
