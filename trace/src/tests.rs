@@ -259,7 +259,7 @@ fn a_record_newer_than_the_traces_version_is_corrupt() {
     let mut bytes = write_events(&[ev], None, 1);
     // The same bytes, labelled as the version before attached records existed.
     bytes[8..12].copy_from_slice(&8u32.to_le_bytes());
-    let msg = read_all(&bytes).err().expect("rejected").to_string();
+    let msg = read_all(&bytes).expect_err("rejected").to_string();
     assert!(
         msg.contains("attached") && msg.contains("version 9") && msg.contains("version 8 trace"),
         "{msg}"

@@ -198,7 +198,7 @@ impl<'a> Held<'a> {
     pub fn push_str(&mut self, bytes: &[u8]) -> Result<u64> {
         let mut data = bytes.to_vec();
         data.push(0);
-        while data.len() % 8 != 0 {
+        while !data.len().is_multiple_of(8) {
             data.push(0);
         }
         let at = (self.scratch - data.len() as u64) & !15;

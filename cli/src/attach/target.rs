@@ -299,6 +299,6 @@ mod tests {
         let maps = me.maps().unwrap();
         let libc = libc_of(&me, &maps).unwrap();
         let found = address_of(&me, &maps, &libc, "getpid").unwrap().unwrap();
-        assert_eq!(found, libc::getpid as usize as u64);
+        assert_eq!(found, libc::getpid as *const () as u64);
     }
 }

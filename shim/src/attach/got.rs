@@ -265,7 +265,7 @@ impl<'a> Image<'a> {
                     continue;
                 }
                 let addr = self.base() + offset as usize;
-                if addr % 8 != 0 {
+                if !addr.is_multiple_of(8) {
                     continue;
                 }
                 if let Some(t) = name_of(sym).and_then(|n| targets.iter().find(|t| t.name == n)) {
