@@ -51,6 +51,22 @@ pub enum Command {
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         command: Vec<String>,
     },
+    /// Load the shim into a process that is already running and trace it from now on (x86-64
+    /// Linux, glibc); detach after --duration, or on Ctrl-C, and the process goes on untraced.
+    /// Needs permission to ptrace it (the same user, and kernel.yama.ptrace_scope 0, or root).
+    Attach {
+        /// The process to attach to.
+        pid: i32,
+        /// Detach after this many seconds (default: on Ctrl-C, or when the process ends).
+        #[arg(long, value_name = "SECONDS")]
+        duration: Option<f64>,
+        /// Directory for the trace (created if missing; default: ./memshim-<program>-<pid>-<time>).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+        /// Print nothing of memshim's own but errors.
+        #[arg(short, long)]
+        quiet: bool,
+    },
     /// Replay traces into a report.
     Report {
         /// Trace files, or directories of them.

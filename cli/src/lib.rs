@@ -5,6 +5,7 @@
 pub mod analysis;
 pub mod append_symbols;
 pub mod args;
+pub mod attach;
 pub mod bench;
 pub mod bundled_shim;
 pub mod byte_size;

@@ -33,6 +33,12 @@ fn main() -> ExitCode {
             },
             command,
         ),
+        args::Command::Attach {
+            pid,
+            duration,
+            output,
+            quiet,
+        } => cmd::attach::run(pid, duration, output, quiet),
         args::Command::Report {
             paths,
             format,

@@ -79,6 +79,22 @@ pub fn drain_and_unblock() {
     unblock();
 }
 
+/// Waits at most `timeout` for one of the forwarded signals (which must be blocked, see [`block`]);
+/// returns it, or `None` when the time ran out. Used by `memshim attach`, which takes them itself.
+pub fn wait_one(timeout: Duration) -> Option<libc::c_int> {
+    let set = forwarded_set();
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: as in `Forwarder::start`.
+    let sig = unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::sigtimedwait(&set, &mut info, &ts)
+    };
+    (sig > 0).then_some(sig)
+}
+
 /// Unblocks them again.
 pub fn unblock() {
     let set = forwarded_set();

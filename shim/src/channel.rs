@@ -58,6 +58,8 @@ static WARNED: AtomicBool = AtomicBool::new(false);
 pub(crate) static HEAP_ON: AtomicBool = AtomicBool::new(true);
 /// Set once `init` has begun, from the library constructor or from an earlier allocation.
 pub(crate) static INIT_STARTED: AtomicBool = AtomicBool::new(false);
+/// Set when the shim was loaded into a running process (`memshim attach`) rather than preloaded.
+pub(crate) static LATE: AtomicBool = AtomicBool::new(false);
 /// Set once the shim's own constructor has run.
 pub(crate) static CONSTRUCTED: AtomicBool = AtomicBool::new(false);
 pub(crate) static MMAP_ON: AtomicBool = AtomicBool::new(false);

@@ -42,6 +42,8 @@
 #![cfg_attr(test, allow(dead_code))]
 
 mod alt_stack;
+#[cfg_attr(test, allow(dead_code))]
+mod attach;
 mod channel;
 mod config;
 mod crash;

@@ -12,7 +12,7 @@ use memshim_trace::{Clock, EndReason, Header, TraceWriter};
 
 use crate::channel::{
     self, send, warn, Lifecycle, Session, CONFIG, CONSTRUCTED, CUDA_ON, DROPPED, EXEC, EXEC_FAILED,
-    EXEC_NONE, EXEC_RESUMED, EXEC_TRYING, HEAP_ON, INIT_STARTED, MEMORY_END_DONE, MMAP_ON,
+    EXEC_NONE, EXEC_RESUMED, EXEC_TRYING, HEAP_ON, INIT_STARTED, LATE, MEMORY_END_DONE, MMAP_ON,
     OWNER_PID, PENDING, RUNNING, SENDER, STARTING, STATE, STOPPED,
 };
 use crate::config::Config;
@@ -32,6 +32,21 @@ pub fn init() {
     if INIT_STARTED.swap(true, Ordering::AcqRel) {
         return;
     }
+    start();
+}
+
+/// Starts tracing in a process that was running before the shim was loaded (`memshim attach`),
+/// with `cfg` for its settings; false when this process already has settings (it is traced, or
+/// was attached before).
+pub fn start_attached(cfg: Config) -> bool {
+    if CONFIG.set(cfg).is_err() {
+        return false;
+    }
+    start();
+    true
+}
+
+fn start() {
     // A setuid or otherwise secure-execution process is left alone: its trace would be written with
     // privileges the user who set MEMSHIM_OUTPUT does not have.
     if sys::secure_exec() {
@@ -74,7 +89,13 @@ pub fn init() {
     // An allocator loaded before the shim serves the program's heap calls without the shim seeing
     // them, and maps its arenas through the shim's mmap hook, often holding its own locks (a stack
     // captured there can wait on them): its mappings are not the program's, so none are recorded.
-    let foreign = crate::sys::real::foreign_malloc();
+    // Attached late, the global scope's malloc is the C library's, not an allocator in front of
+    // the shim; the slots redirected (see `attach`) are the ones bound to what the shim calls.
+    let foreign = if LATE.load(Ordering::Acquire) {
+        None
+    } else {
+        crate::sys::real::foreign_malloc()
+    };
     MMAP_ON.store(cfg.mmap && foreign.is_none(), Ordering::Relaxed);
     CUDA_ON.store(cfg.cuda, Ordering::Relaxed);
     sys::atfork_child(after_fork_in_child);
@@ -82,7 +103,11 @@ pub fn init() {
     // allocations are then in the trace.
     sys::at_quick_exit(end_at_quick_exit);
     crate::probes::counters::open();
-    crate::crash::install();
+    // A process attached to keeps its own signal dispositions: the handlers that complete the trace
+    // at a crash rely on the sigaction hooks, which only a preloaded shim has.
+    if !LATE.load(Ordering::Acquire) {
+        crate::crash::install();
+    }
     STATE.store(STARTING, Ordering::SeqCst);
     begin();
     if let Some(lib) = foreign {
@@ -99,7 +124,31 @@ pub fn init() {
 /// Called by the library constructor.
 pub fn constructed() {
     CONSTRUCTED.store(true, Ordering::Release);
+    if !INIT_STARTED.load(Ordering::Acquire) && loaded_late() {
+        // Nothing reaches the hooks until `memshim attach` redirects the program's calls, and it
+        // starts the trace then, with its settings (the process's environment has none).
+        LATE.store(true, Ordering::Release);
+        INIT_STARTED.store(true, Ordering::Release);
+        return;
+    }
     init();
+}
+
+/// Whether the shim was loaded into a running process (by `memshim attach`) instead of in front of
+/// it: neither `LD_PRELOAD` nor `/etc/ld.so.preload` names its file. (A lookup in the global scope
+/// cannot tell: from inside a library, `dlsym(RTLD_DEFAULT)` searches the library's own scope too.)
+fn loaded_late() -> bool {
+    let Some(own) = sys::real::own_path() else {
+        return false;
+    };
+    let own = own.rsplit('/').next().unwrap_or(&own).to_string();
+    let names = |list: &str| {
+        list.split([':', ' ', '\t', '\n'])
+            .any(|p| !p.is_empty() && p.rsplit('/').next() == Some(own.as_str()))
+    };
+    let env = std::env::var("LD_PRELOAD").unwrap_or_default();
+    let etc = std::fs::read_to_string("/etc/ld.so.preload").unwrap_or_default();
+    !names(&env) && !names(&etc)
 }
 
 /// Opens the trace, spawns the writer and sampler, and goes to RUNNING (or STOPPED with a warning).

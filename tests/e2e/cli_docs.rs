@@ -31,6 +31,7 @@ fn the_manual_has_a_page_for_every_subcommand() {
     for page in [
         "memshim",
         "memshim-run",
+        "memshim-attach",
         "memshim-report",
         "memshim-export",
         "memshim-diff",

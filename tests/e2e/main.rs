@@ -5,6 +5,7 @@
 //! `cargo test --release -p memshim-e2e`. Every test works in its own directory under
 //! `$TMPDIR/memshim-e2e/<test name>`, so they run in parallel.
 
+mod attach;
 mod bounds;
 mod cli_docs;
 mod cuda;

@@ -58,8 +58,15 @@ pub fn check_shape(report: &Value) {
         let end = &p["end"];
         assert!(
             end.is_null()
-                || ["exit", "quick_exit", "exec", "failure", "signal"]
-                    .contains(&end.as_str().unwrap_or("")),
+                || [
+                    "exit",
+                    "quick_exit",
+                    "exec",
+                    "failure",
+                    "signal",
+                    "detached"
+                ]
+                .contains(&end.as_str().unwrap_or("")),
             "end of {p}"
         );
         let heap = &p["heap"];

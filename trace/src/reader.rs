@@ -283,6 +283,17 @@ impl<R: Read> TraceReader<R> {
                     }
                 }
             };
+            if let Some(e) = ev
+                .as_ref()
+                .filter(|e| e.record.since_version() > self.version)
+            {
+                return Err(corrupt(format!(
+                    "a record of kind {} (format version {} on) is in a version {} trace",
+                    e.record.kind_name(),
+                    e.record.since_version(),
+                    self.version
+                )));
+            }
             self.last_event_bytes = before - cursor.len();
             f.pos += self.last_event_bytes;
             if ev.is_some() {

@@ -22,6 +22,14 @@ fn events() -> Vec<Event> {
     events_n(2000)
 }
 
+/// [`events_n`] without the kinds a trace of `version` cannot hold (its reader rejects them).
+pub(crate) fn events_of_version(n: u64, version: u32) -> Vec<Event> {
+    events_n(n)
+        .into_iter()
+        .filter(|e| e.record.since_version() <= version)
+        .collect()
+}
+
 pub(crate) fn events_n(n: u64) -> Vec<Event> {
     let mut v = vec![Event {
         t: 5_000_000,
@@ -48,6 +56,17 @@ pub(crate) fn events_n(n: u64) -> Vec<Event> {
             file: 1,
             first_line: 40,
         }),
+    });
+    // Version 9: attached to a running process.
+    v.push(Event {
+        t: 5_000_000,
+        tid: 0,
+        record: Record::Attached(Box::new(Attached {
+            process_age_ns: 12_500_000_000,
+            slots: 14,
+            modules: 3,
+            unseen: "device memory".into(),
+        })),
     });
     // Version 8: PyTorch's allocator, from the inside.
     v.push(Event {
@@ -226,6 +245,28 @@ fn foreign_file_is_rejected() {
 }
 
 #[test]
+fn a_record_newer_than_the_traces_version_is_corrupt() {
+    let ev = Event {
+        t: 1,
+        tid: 0,
+        record: Record::Attached(Box::new(Attached {
+            process_age_ns: 1,
+            slots: 1,
+            modules: 1,
+            unseen: String::new(),
+        })),
+    };
+    let mut bytes = write_events(&[ev], None, 1);
+    // The same bytes, labelled as the version before attached records existed.
+    bytes[8..12].copy_from_slice(&8u32.to_le_bytes());
+    let msg = read_all(&bytes).expect_err("rejected").to_string();
+    assert!(
+        msg.contains("attached") && msg.contains("version 9") && msg.contains("version 8 trace"),
+        "{msg}"
+    );
+}
+
+#[test]
 fn newer_version_names_both_versions() {
     let mut bytes = write(None, 100);
     bytes[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
@@ -315,7 +356,7 @@ fn version_1_traces_are_still_read() {
     let header_end = TraceReader::new(&bytes[..]).unwrap().offset() as usize;
     bytes.truncate(header_end);
     bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
-    let evs = events_n(50);
+    let evs = events_of_version(50, 1);
     let mut raw = Vec::new();
     let mut last = 0u64;
     for ev in &evs {

@@ -2,7 +2,7 @@
 use std::ops::Range;
 
 use crate::frame::{FRAME_HEADER_LEN, FRAME_SEQ_LEN};
-use crate::tests::{events_n, header, read_all, ring_events, write_events};
+use crate::tests::{events_n, events_of_version, header, read_all, ring_events, write_events};
 use crate::*;
 
 /// The byte ranges of the frames of a version-7 trace.
@@ -103,7 +103,7 @@ fn a_lost_frame_is_counted_and_frees_after_it_never_name_the_wrong_block() {
 #[test]
 fn version_7_traces_without_frame_numbers_are_still_read() {
     // A version 7 trace: the same preamble with version 7, frames without their numbers.
-    let evs = events_n(100);
+    let evs = events_of_version(100, 7);
     let v7 = write_events(&[], None, 1);
     let mut bytes = v7.clone();
     bytes[8..12].copy_from_slice(&7u32.to_le_bytes());

@@ -1,4 +1,5 @@
 //! One file per subcommand.
+pub mod attach;
 pub mod bench;
 pub mod diff;
 pub mod docs;

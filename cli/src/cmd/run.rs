@@ -185,7 +185,7 @@ fn hit_file_size_limit(e: &anyhow::Error) -> bool {
 
 /// `MEMSHIM_LIB`, or `libmemshim.so` beside this executable (a build tree, where the shim beside
 /// is the one just built), or the copy built into this executable.
-fn find_lib() -> Result<PathBuf> {
+pub(crate) fn find_lib() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("MEMSHIM_LIB") {
         let p = PathBuf::from(p);
         if !p.is_file() {
@@ -212,7 +212,7 @@ fn absolute(p: &Path) -> Result<PathBuf> {
 }
 
 /// Creates the output directory (mode 0700) and returns its absolute path.
-fn prepare_dir(dir: &Path) -> Result<PathBuf> {
+pub(crate) fn prepare_dir(dir: &Path) -> Result<PathBuf> {
     if !dir.is_dir() {
         std::fs::DirBuilder::new()
             .recursive(true)

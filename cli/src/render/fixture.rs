@@ -85,6 +85,7 @@ fn process(pid: u32, argv: &[&str]) -> Process {
         truncated: false,
         still_writing: false,
         end: Some("exit"),
+        attached_after_s: None,
         end_signal: None,
         dropped_events: 0,
         sampling_bytes: None,

@@ -171,6 +171,7 @@ pub(super) fn apply(r: &mut Replayed, ev: Event) {
         Record::Torch(e) => r.torch.event(ev.t, ev.tid, &e),
         Record::TorchOom(o) => r.torch.oom(ev.t, *o),
         Record::TorchState(s) => r.torch.state = Some(*s),
+        Record::Attached(a) => r.attached = Some(*a),
         Record::NumaCall(c) => {
             if r.numa_calls.len() < MAX_NUMA_CALLS {
                 r.numa_calls.push((ev.t, ev.tid, *c));

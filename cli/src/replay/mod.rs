@@ -92,6 +92,7 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
         path: path.to_path_buf(),
         header: reader.header().clone(),
         end: None,
+        attached: None,
         truncated: false,
         still_writing: false,
         corrupt: None,

@@ -29,6 +29,8 @@ pub struct Replayed {
     pub header: Header,
     /// The orderly end, if the trace has one.
     pub end: Option<End>,
+    /// Set when the shim was attached to the running process (`memshim attach`).
+    pub attached: Option<memshim_trace::Attached>,
     /// True when the trace ends without its End record or with a torn frame.
     pub truncated: bool,
     /// True when it has no end because its writer is still running (see `live_writer`).

@@ -88,6 +88,19 @@ fn process(t: &Replayed, ceilings: &[Ceilings]) -> Process {
             "no malloc call reached the shim: the program allocates nothing on the heap, or uses an allocator of its own (statically linked, or one that never calls libc's malloc)".into()
         });
     }
+    if let Some(a) = &t.attached {
+        notes.insert(
+            0,
+            format!(
+                "attached {:.1} s after the process started ({} calls redirected in {} loaded objects): what it allocated before is not known, so its frees of those blocks ({}) are counted apart and never subtracted; not seen after attach: {}",
+                a.process_age_ns as f64 / 1e9,
+                a.slots,
+                a.modules,
+                t.heap.unknown_frees,
+                a.unseen
+            ),
+        );
+    }
     notes.extend(sym.problems());
     Process {
         pid: t.header.pid,
@@ -102,6 +115,7 @@ fn process(t: &Replayed, ceilings: &[Ceilings]) -> Process {
         truncated: t.truncated,
         still_writing: t.still_writing,
         end: t.end.as_ref().map(|e| end_name(e.reason)),
+        attached_after_s: t.attached.as_ref().map(|a| a.process_age_ns as f64 / 1e9),
         end_signal: t.end.as_ref().and_then(|e| match e.reason {
             EndReason::Signal(n) => Some(signal_name(n)),
             _ => None,
@@ -176,5 +190,6 @@ fn end_name(r: EndReason) -> &'static str {
         EndReason::Exec => "exec",
         EndReason::Failure => "failure",
         EndReason::Signal(_) => "signal",
+        EndReason::Detached => "detached",
     }
 }

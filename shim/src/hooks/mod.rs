@@ -8,6 +8,7 @@
 #![allow(unsafe_code)]
 
 mod api;
+mod attach;
 mod clone;
 mod dlopen;
 mod exec_list;

@@ -86,6 +86,12 @@ pub fn hostname() -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
+/// The kernel's clock ticks per second (`/proc`'s times are in them).
+pub fn clock_ticks_per_second() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(0) as u64
+}
+
 /// The page size.
 pub fn page_size() -> u64 {
     // SAFETY: sysconf has no preconditions.

@@ -131,9 +131,23 @@ pub enum Record {
     TorchOom(Box<TorchOom>),
     /// Whether PyTorch's caching allocator is seen from the inside, and why not. Since version 8.
     TorchState(Box<TorchState>),
+    /// The shim was attached to a running process; the trace begins there. Since version 9.
+    Attached(Box<Attached>),
 }
 
 impl Record {
+    /// The first format version that has this record's kind.
+    pub fn since_version(&self) -> u32 {
+        match self {
+            Record::Attached(_)
+            | Record::End(End {
+                reason: EndReason::Detached,
+                ..
+            }) => 9,
+            _ => 1,
+        }
+    }
+
     /// True for the records that name what events refer to (stacks, modules, symbols, Python code
     /// objects) or that close the trace: since version 4 they travel in frames of their own, so a
     /// reader that only needs names can skip the event frames without decoding them.
@@ -198,6 +212,7 @@ impl Record {
             Record::Torch(_) => "torch",
             Record::TorchOom(_) => "torch_oom",
             Record::TorchState(_) => "torch_state",
+            Record::Attached(_) => "attached",
         }
     }
 

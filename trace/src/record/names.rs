@@ -86,6 +86,9 @@ pub enum EndReason {
     /// shim's handler wrote what was recorded, then let the signal take its default action. The
     /// number is the signal's. Since format version 7.
     Signal(i32),
+    /// `memshim attach` detached the shim (its `--duration` ran out, or Ctrl-C): the program goes
+    /// on untraced. Since format version 9.
+    Detached,
 }
 
 /// The orderly end of a trace.
@@ -95,4 +98,19 @@ pub struct End {
     pub reason: EndReason,
     /// Events the shim could not record.
     pub dropped_events: u64,
+}
+
+/// The shim was loaded into a process that was already running (`memshim attach`): the trace
+/// begins at this moment, so blocks allocated before it are unknown (their frees are counted
+/// apart, never subtracted). Since format version 9.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attached {
+    /// How long the process had been running when the shim was attached, in nanoseconds.
+    pub process_age_ns: u64,
+    /// Import-table entries (GOT slots) redirected to the shim's hooks.
+    pub slots: u32,
+    /// Loaded objects whose import tables had at least one such entry.
+    pub modules: u32,
+    /// What attaching could not redirect, in plain words (empty when nothing).
+    pub unseen: String,
 }

@@ -95,8 +95,12 @@ pub struct Process {
     /// True when the trace has no end because its process is still running (see `live_writer`):
     /// the figures are what it had written so far, not a crash.
     pub still_writing: bool,
-    /// "exit", "quick_exit", "exec", "failure", "signal", or null when the trace has no end.
+    /// "exit", "quick_exit", "exec", "failure", "signal", "detached", or null when the trace has no
+    /// end.
     pub end: Option<&'static str>,
+    /// Set when `memshim attach` loaded the shim into the running process: how long it had run
+    /// then, in seconds. The trace (and every time in the report) starts at that moment.
+    pub attached_after_s: Option<f64>,
     /// With `end` "signal": which one (`SIGSEGV`, ...). The shim's handler wrote the trace whole,
     /// then the signal took its default action.
     pub end_signal: Option<String>,

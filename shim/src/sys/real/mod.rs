@@ -19,7 +19,10 @@ pub use signals::*;
 pub use numa::*;
 #[cfg_attr(test, allow(unused_imports))]
 pub use process::*;
-pub use symbols::{dlopen, dlsym, foreign_malloc, function, real_dlsym_addr};
+pub use symbols::{dlopen, dlsym, foreign_malloc, function, own_path, real_dlsym_addr};
+// Only the attach entry points, which are not built for unit tests, call these.
+#[cfg_attr(test, allow(unused_imports))]
+pub use symbols::{forwarded_to, own_definition};
 // The `dlsym` export of other architectures calls it (x86_64's is written in assembly).
 #[cfg_attr(target_arch = "x86_64", allow(unused_imports))]
 pub use symbols::real_dlsym_raw;

@@ -274,6 +274,36 @@ fn resolve_slow() -> bool {
     }
 }
 
+/// The path the loader gave the shim's own file.
+pub fn own_path() -> Option<String> {
+    object_name(own_path as fn() -> Option<String> as usize as *mut c_void)
+}
+
+/// The shim's own definition of `name` (a hook): not what the name means in the shim's own code,
+/// which reaches a preemptible exported symbol through the global scope (the C library's, when the
+/// shim was loaded late). Looked up in the scope of the shim's own handle, which starts at the shim.
+pub fn own_definition(name: &CStr) -> Option<usize> {
+    let info = object_of(own_definition as fn(&CStr) -> Option<usize> as usize)?;
+    if info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dli_fname is the loader's NUL-terminated path of the shim, loaded now; RTLD_NOLOAD
+    // only takes a reference to it.
+    let handle = unsafe { libc::dlopen(info.dli_fname, libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+    if handle.is_null() {
+        return None;
+    }
+    let p = dlsym(handle, name) as usize;
+    (p != 0 && object_of(p).is_some_and(|i| i.dli_fbase == info.dli_fbase)).then_some(p)
+}
+
+/// The address a hook of `name` forwards to (`mmap64` is glibc's other name for `mmap`); `None`
+/// when it was not found.
+pub fn forwarded_to(name: &CStr) -> Option<usize> {
+    let name = if name == c"mmap64" { c"mmap" } else { name };
+    ALL.iter().find(|s| s.name == name).and_then(|s| s.get())
+}
+
 /// The path of the object that defines the `malloc` the program's calls reach, when it is not the
 /// shim: an allocator preloaded before it (jemalloc, tcmalloc), whose heap calls never reach the
 /// shim's hooks.

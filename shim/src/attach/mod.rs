@@ -1,0 +1,139 @@
+//! Tracing a process that was already running (`memshim attach`): the CLI makes the process
+//! `dlopen` the shim, whose constructor sees it came late and stays idle (see
+//! `session::constructed`); then it calls [`attach`], which starts the trace with the settings the
+//! CLI passed and redirects the malloc family and anonymous mappings already bound in every loaded
+//! object to the hooks (`got`); [`detach`] puts them back and closes the trace, and the program goes
+//! on. The library stays loaded: a thread may still be inside a hook.
+//!
+//! What is not seen after attach, the trace says (`Record::Attached`): blocks allocated before (their
+//! frees are counted apart by the reader), CUDA (its pointers were fetched long before), NUMA and
+//! affinity calls, and objects loaded after attach.
+//!
+//! Never: start twice, or run on a traced call's path (it takes the loader's lock).
+pub mod got;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use memshim_trace::{Attached, EndReason, Record};
+
+use crate::channel::{self, send, RUNNING, STATE};
+use crate::config::Config;
+use crate::record::msg::Msg;
+use crate::{session, sys};
+
+/// What [`attach`] and [`detach`] return to the CLI (a C `int`).
+pub mod code {
+    /// Done.
+    pub const OK: i32 = 0;
+    /// The process is traced already (preloaded by `memshim run`, or attached now).
+    pub const TRACED: i32 = 1;
+    /// The trace could not start (the settings turned it off, a secure-execution process, or the
+    /// output directory cannot be written by the process).
+    pub const NOT_STARTED: i32 = 2;
+    /// It was attached before and detached: attaching twice to one process is not supported.
+    pub const ATTACHED_BEFORE: i32 = 3;
+    /// `detach` found nothing attached.
+    pub const NOT_ATTACHED: i32 = 4;
+}
+
+static ATTACHED: AtomicBool = AtomicBool::new(false);
+static DETACHED: AtomicBool = AtomicBool::new(false);
+
+/// What attaching does not redirect, for the trace and the report.
+const UNSEEN: &str = "blocks allocated before attach, CUDA calls, NUMA and affinity calls, and libraries loaded after attach";
+
+/// Starts the trace with `settings` (`NAME=value` lines, as the environment would hold them) and
+/// redirects `targets` in every loaded object but the shim (which holds the address `own`).
+pub fn attach(settings: &str, targets: impl FnOnce() -> Vec<got::Target>, own: usize) -> i32 {
+    if DETACHED.load(Ordering::Acquire) {
+        return code::ATTACHED_BEFORE;
+    }
+    if !channel::LATE.load(Ordering::Acquire) || ATTACHED.swap(true, Ordering::AcqRel) {
+        return code::TRACED;
+    }
+    let cfg = Config::from_lookup(|name| lookup(settings, name));
+    if !session::start_attached(cfg) {
+        return code::TRACED;
+    }
+    if STATE.load(Ordering::Acquire) != RUNNING {
+        return code::NOT_STARTED;
+    }
+    let age = process_age_ns();
+    let done = got::patch(&targets(), own);
+    send(Msg::Record(Record::Attached(Box::new(Attached {
+        process_age_ns: age,
+        slots: done.slots,
+        modules: done.modules,
+        unseen: UNSEEN.to_string(),
+    }))));
+    code::OK
+}
+
+/// Puts the program's slots back and closes the trace.
+pub fn detach() -> i32 {
+    if !ATTACHED.load(Ordering::Acquire) || DETACHED.swap(true, Ordering::AcqRel) {
+        return code::NOT_ATTACHED;
+    }
+    got::restore();
+    session::finish(EndReason::Detached);
+    code::OK
+}
+
+/// The value of `name` in `NAME=value` lines.
+fn lookup(settings: &str, name: &str) -> Option<String> {
+    settings.lines().find_map(|line| {
+        let (k, v) = line.split_once('=')?;
+        (k == name).then(|| v.to_string())
+    })
+}
+
+/// How long this process has run: now on the boot clock, less its start time in `/proc/self/stat`
+/// (field 22, in clock ticks since boot; the fields are counted after the command's closing paren,
+/// which may itself hold spaces).
+fn process_age_ns() -> u64 {
+    let Some(stat) = sys::read_proc("/proc/self/stat") else {
+        return 0;
+    };
+    let text = String::from_utf8_lossy(&stat);
+    let Some(after) = text.rfind(')').map(|i| &text[i + 1..]) else {
+        return 0;
+    };
+    // Field 3 (the state) is the first after the paren, so field 22 is the 20th.
+    let Some(ticks) = after
+        .split_whitespace()
+        .nth(19)
+        .and_then(|f| f.parse::<u64>().ok())
+    else {
+        return 0;
+    };
+    let hz = sys::clock_ticks_per_second().max(1);
+    let started_ns = ticks.saturating_mul(1_000_000_000) / hz;
+    sys::clock_ns(libc::CLOCK_BOOTTIME).saturating_sub(started_ns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_are_looked_up_by_their_whole_name() {
+        let s = "MEMSHIM_OUTPUT=/tmp/a=b\nMEMSHIM_QUIET=1\n";
+        assert_eq!(lookup(s, "MEMSHIM_OUTPUT").as_deref(), Some("/tmp/a=b"));
+        assert_eq!(lookup(s, "MEMSHIM_QUIET").as_deref(), Some("1"));
+        assert_eq!(lookup(s, "MEMSHIM_QUIE"), None);
+    }
+
+    #[test]
+    fn this_process_has_run_for_a_while_but_not_longer_than_the_machine() {
+        let age = process_age_ns();
+        assert!(age > 0, "{age}");
+        let up: f64 = std::fs::read_to_string("/proc/uptime")
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((age as f64) < (up + 1.0) * 1e9, "{age} vs uptime {up}");
+    }
+}
