@@ -24,6 +24,8 @@ extern "C" fn filter(handle: *mut c_void, name: *const c_char) -> *mut c_void {
     if REAL_DLSYM_TARGET.load(Ordering::Relaxed) == 0 {
         REAL_DLSYM_TARGET.store(real::real_dlsym_addr(), Ordering::Relaxed);
     }
+    #[cfg(not(test))]
+    crate::hooks::dlopen::rebind_pending();
     if name.is_null() {
         return std::ptr::null_mut();
     }

@@ -30,8 +30,9 @@ pub extern "C" fn memshim_detach() -> c_int {
     crate::record::recorder::lifecycle(attach::detach)
 }
 
-/// The functions redirected, each with the hook that takes its calls and what that hook calls.
-fn targets() -> Vec<Target> {
+/// The functions redirected, each with the hook that takes its calls and what that hook calls
+/// (also for a library opened with `RTLD_DEEPBIND`, see `dlopen`).
+pub(crate) fn targets() -> Vec<Target> {
     const NAMES: [&CStr; 14] = [
         c"malloc",
         c"calloc",

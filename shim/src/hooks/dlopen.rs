@@ -1,6 +1,9 @@
 //! `dlopen`, watched for `RTLD_DEEPBIND`: a library opened so binds its own calls to `malloc` and
-//! `free` to the C library ahead of the global scope, past the shim, and its allocations are not in
-//! the trace. The trace says so (a note naming the library) instead of leaving a silent gap.
+//! `free` to the C library ahead of the global scope, past the shim. Its import table is rewritten
+//! to the shim's hooks (as `memshim attach` rewrites a running program's, `crate::attach::got`) at
+//! the program's next `dlsym`, the moment a program reaches into a library it opened: what the
+//! library allocates from then on is in the trace. What it allocated while it loaded (its
+//! constructors) is not, and the trace says so in a note naming the library.
 //!
 //! The call itself goes on to glibc's `dlopen` as a tail jump, as the shim's `dlsym` does: glibc
 //! finds a library's search path (RUNPATH) from its caller's return address, which a wrapper that
@@ -13,12 +16,27 @@
 #![cfg(target_arch = "x86_64")]
 
 use std::ffi::{c_char, c_int, CStr};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::sys::real;
 
 /// Where the trampoline jumps: glibc's `dlopen`.
 static REAL_DLOPEN_TARGET: AtomicUsize = AtomicUsize::new(0);
+/// A library was opened with `RTLD_DEEPBIND` and its import table is still to be rewritten.
+static DEEPBIND_PENDING: AtomicBool = AtomicBool::new(false);
+
+/// Rewrites the import tables still bound past the shim (see the module note). Called from
+/// `dlsym`, never from a traced call: it takes the loader's lock.
+pub fn rebind_pending() {
+    if !DEEPBIND_PENDING.load(Ordering::Relaxed) || !DEEPBIND_PENDING.swap(false, Ordering::AcqRel)
+    {
+        return;
+    }
+    let own = rebind_pending as fn() as usize;
+    crate::record::recorder::lifecycle(|| {
+        crate::attach::got::patch(&super::attach::targets(), own);
+    });
+}
 
 extern "C" fn note(file: *const c_char, mode: c_int) {
     if REAL_DLOPEN_TARGET.load(Ordering::Relaxed) == 0 {
@@ -30,9 +48,10 @@ extern "C" fn note(file: *const c_char, mode: c_int) {
     }
     // SAFETY: dlopen's contract: a non-null `file` is a NUL-terminated string.
     let name = unsafe { CStr::from_ptr(file) };
+    DEEPBIND_PENDING.store(true, Ordering::Release);
     crate::record::recorder::lifecycle(|| {
         crate::channel::note(&format!(
-            "{} was opened with RTLD_DEEPBIND: its own calls to malloc and free go to the C library past memshim, so its allocations are not in this trace",
+            "{} was opened with RTLD_DEEPBIND: its own calls to malloc and free bypass memshim until the program's next dlsym, so what it allocated while loading is not in this trace",
             name.to_string_lossy()
         ))
     });

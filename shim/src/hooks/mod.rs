@@ -8,9 +8,9 @@
 #![allow(unsafe_code)]
 
 mod api;
-mod attach;
+pub(crate) mod attach;
 mod clone;
-mod dlopen;
+pub(crate) mod dlopen;
 mod exec_list;
 mod fds;
 mod heap;

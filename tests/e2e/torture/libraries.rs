@@ -15,7 +15,6 @@ fn dlopen_dlclose_loop() {
 }
 
 #[test]
-#[ignore = "issue 16: an RTLD_DEEPBIND library's allocations are not seen (a note names the library, the 4321 B leak is missing)"]
 fn deepbind_library_that_allocates() {
     let lib = shared_lib("libdeepbind.c", "deepbind");
     let case = Case::new("deepbind", &c("deepbind"), &[&lib]);
