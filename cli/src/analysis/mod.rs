@@ -14,6 +14,7 @@ pub mod kinds;
 pub mod mmap;
 pub mod numa;
 pub mod prefetch;
+pub mod program_peak;
 pub mod python_sites;
 pub mod timeline;
 pub mod torch;

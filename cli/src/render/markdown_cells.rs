@@ -24,7 +24,7 @@ pub fn site_cell(frames: &[FrameOut]) -> String {
                 (Some(file), Some(line)) => {
                     format!(
                         "`{func}` ({}:{line})",
-                        escape(file.rsplit('/').next().unwrap_or(file))
+                        escape_text(file.rsplit('/').next().unwrap_or(file)).replace('`', "'")
                     )
                 }
                 _ => format!("`{func}`"),
@@ -54,7 +54,16 @@ pub fn site_cell(frames: &[FrameOut]) -> String {
     format!("{lent}{}{more}{calls}", parts.join(" ← "))
 }
 
-/// Keeps a table cell a single cell.
+/// Keeps a table cell a single cell (for text inside a code span too, where `<` is itself).
 pub fn escape(s: &str) -> String {
     s.replace('|', "\\|").replace('`', "'")
+}
+
+/// Text outside code spans: `&`, `<` and `>` as entities, so `<frozen importlib._bootstrap>` is
+/// shown, not read as an HTML tag; `|` escaped, so a table cell stays one cell.
+pub fn escape_text(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('|', "\\|")
 }

@@ -4,6 +4,7 @@ pub mod html;
 pub mod json;
 pub mod markdown;
 mod markdown_cells;
+mod markdown_first;
 mod markdown_torch;
 pub mod numa_lines;
 pub mod text;

@@ -46,7 +46,7 @@ pub fn fragmentation(t: &Replayed) -> FragmentationSection {
                 human_bytes(held),
                 ratio * 100.0
             ),
-        });
+         ..Default::default() });
     }
     FragmentationSection {
         samples: f.samples,

@@ -1,6 +1,7 @@
 //! The one report model every renderer draws from; its JSON form is the `memshim.report/1` contract
 //! (see `docs/report-schema.md`). Fields are only ever added.
 pub mod build;
+pub mod command;
 pub mod counted;
 pub mod counters;
 pub mod device;
@@ -16,6 +17,8 @@ pub mod owner;
 pub mod ranks;
 pub mod redact;
 pub mod released;
+pub mod severity;
+pub mod site_label;
 pub mod sites;
 pub mod system;
 pub mod torch;
@@ -23,3 +26,4 @@ pub mod torch_roles;
 pub mod torch_steps;
 pub mod transfers;
 pub mod unified;
+pub mod verdict;
