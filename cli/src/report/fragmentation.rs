@@ -46,6 +46,7 @@ pub fn fragmentation(t: &Replayed) -> FragmentationSection {
                 human_bytes(held),
                 ratio * 100.0
             ),
+            bytes: Some(held),
          ..Default::default() });
     }
     FragmentationSection {

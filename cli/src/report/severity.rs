@@ -32,9 +32,7 @@ pub fn of(kind: &str) -> &'static str {
         | "managed_migrations"
         | "torch_step_growth"
         | "torch_released_growth"
-        | "rank_imbalance"
-        | "heap_fragmentation"
-        | "cache_misses" => "medium",
+        | "rank_imbalance" => "medium",
         "one_node" | "numa_nodes" | "counters_unavailable" => "info",
         _ => "low",
     }

@@ -187,7 +187,9 @@ fn remote_memory(placements: &[PlacementOut]) -> Option<Finding> {
             human_bytes(remote.iter().map(|p| p.bytes).sum()),
             human_bytes(top.bytes),
         ),
-     ..Default::default() })
+     bytes: Some(remote.iter().map(|p| p.bytes).sum()),
+        site: super::site_label::label(&top.frames),
+        ..Default::default() })
 }
 
 /// Pinned or registered buffers mostly on another node than the GPUs' (when NVML placed every GPU on

@@ -28,13 +28,46 @@ pub fn fill(report: &mut Report) {
             .flat_map(|r| &r.findings)
             .filter_map(|f| {
                 let pid = report.processes.first().map_or(0, |p| p.pid);
-                from_finding(f, pid, "the job")
+                from_finding(f, pid, "the job", "")
             }),
     );
     v.sort_by_key(|x| (severity::rank(x.severity), Reverse(x.bytes.unwrap_or(0))));
+    let mut v = grouped(v);
     v.truncate(MAX_VERDICT);
     report.verdict = v;
     report.totals = totals(&report.processes);
+}
+
+/// One item for each kind of thing per program: the ten helpers a launcher script runs, each
+/// leaking what a shell keeps until exit, are one line (the largest, saying how many more), not ten.
+fn grouped(v: Vec<Verdict>) -> Vec<Verdict> {
+    let program = |x: &Verdict| x.program.split(' ').next().unwrap_or("").to_string();
+    let mut out: Vec<(Verdict, u64, u64)> = Vec::new();
+    for x in v {
+        match out
+            .iter_mut()
+            .find(|(o, _, _)| o.kind == x.kind && program(o) == program(&x) && o.trace != x.trace)
+        {
+            Some((_, more, bytes)) => {
+                *more += 1;
+                *bytes += x.bytes.unwrap_or(0);
+            }
+            None => out.push((x, 0, 0)),
+        }
+    }
+    out.into_iter()
+        .map(|(mut x, more, bytes)| {
+            if more > 0 {
+                x.text.push_str(&format!(
+                    " (and the same in {more} more {} process{}, {} in all)",
+                    program(&x),
+                    if more == 1 { "" } else { "es" },
+                    human_bytes(bytes + x.bytes.unwrap_or(0))
+                ));
+            }
+            x
+        })
+        .collect()
 }
 
 fn totals(ps: &[Process]) -> Totals {
@@ -58,6 +91,7 @@ fn process(p: &Process) -> Vec<Verdict> {
         },
         pid: p.pid,
         program: p.command.clone(),
+        trace: p.trace.clone(),
         bytes: Some(bytes),
         site,
         text,
@@ -147,7 +181,7 @@ fn process(p: &Process) -> Vec<Verdict> {
     v.extend(
         findings(p)
             .filter(|f| !matches!(f.kind, "growth" | "released_growth"))
-            .filter_map(|f| from_finding(f, p.pid, &p.command)),
+            .filter_map(|f| from_finding(f, p.pid, &p.command, &p.trace)),
     );
     v
 }
@@ -189,12 +223,13 @@ fn from_the_program(frames: &[crate::report::model::FrameOut]) -> bool {
 }
 
 /// A finding worth acting on (high or medium) as a verdict.
-fn from_finding(f: &Finding, pid: u32, program: &str) -> Option<Verdict> {
+fn from_finding(f: &Finding, pid: u32, program: &str, trace: &str) -> Option<Verdict> {
     matches!(f.severity, "high" | "medium").then(|| Verdict {
         kind: f.kind,
         severity: f.severity,
         pid,
         program: program.to_string(),
+        trace: trace.to_string(),
         bytes: f.bytes,
         site: f.site.clone(),
         text: f.text.clone(),

@@ -12,6 +12,8 @@ pub struct Verdict {
     /// The process, and its command as the overview names it.
     pub pid: u32,
     pub program: String,
+    /// Its trace (pids repeat along an exec chain; the trace does not).
+    pub trace: String,
     /// The bytes at stake, where it is about an amount of memory.
     pub bytes: Option<u64>,
     /// The call site to look at: the first frame of the program's own code.
