@@ -83,12 +83,24 @@ pub fn run(paths: &[PathBuf], view: &View, output: Option<&Path>) -> Result<u8> 
                     stdout.is_terminal(),
                     std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
                 );
+            // On a terminal, the text report is wrapped to its width.
+            let width = (format == Format::Text && stdout.is_terminal())
+                .then(|| console::Term::stdout().size_checked())
+                .flatten()
+                .map(|(_, cols)| usize::from(cols))
+                .filter(|&c| c >= 40);
             let mut w = BufWriter::new(stdout.lock());
-            let written = if colour {
+            let written = if colour || width.is_some() {
                 let mut plain = Vec::new();
                 renderer.render(&model, &mut plain).and_then(|()| {
-                    let text = String::from_utf8_lossy(&plain);
-                    w.write_all(crate::render::colour::paint(&text).as_bytes())
+                    let mut text = String::from_utf8_lossy(&plain).into_owned();
+                    if let Some(width) = width {
+                        text = crate::render::wrap::wrap(&text, width);
+                    }
+                    if colour {
+                        text = crate::render::colour::paint(&text);
+                    }
+                    w.write_all(text.as_bytes())
                 })
             } else {
                 renderer.render(&model, &mut w)

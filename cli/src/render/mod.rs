@@ -8,6 +8,7 @@ mod markdown_first;
 mod markdown_torch;
 pub mod numa_lines;
 pub mod text;
+pub mod wrap;
 
 use std::io::{self, Write};
 
