@@ -11,6 +11,7 @@ mod cuda;
 mod cuda_timing;
 mod cupti;
 mod exports;
+mod first_screen;
 mod formats;
 mod gate;
 mod heap;

@@ -54,7 +54,26 @@ pub fn run(paths: &[PathBuf], view: &View, output: Option<&Path>) -> Result<u8> 
                 .join(", ")
         );
     }
+    let commands: Vec<String> = model.processes.iter().map(|p| p.command.clone()).collect();
     report::filter::apply(&mut model, &view.filter);
+    let by_name = !view.filter.programs.is_empty() || !view.filter.excludes.is_empty();
+    if by_name && model.processes.is_empty() {
+        let mut names: Vec<String> = Vec::new();
+        for c in commands {
+            if !names.contains(&c) {
+                names.push(c);
+            }
+        }
+        let more = names.len().saturating_sub(20);
+        names.truncate(20);
+        if more > 0 {
+            names.push(format!("{more} more"));
+        }
+        anyhow::bail!(
+            "--program/--exclude left no process: the traces here are of {} (name one by its command, its program's file name or its script's)",
+            names.join(", ")
+        );
+    }
     if view.redact {
         let r = report::redact::Redactions::from_env(&model);
         report::redact::redact(&mut model, &r);

@@ -51,7 +51,10 @@ mod tests {
             wrap(text, 20),
             "short\n  fix: free the\n    blocks when done\n    with them\n"
         );
-        assert_eq!(wrap("a verylongwordthatstays x", 8), "a\n  verylongwordthatstays\n  x");
+        assert_eq!(
+            wrap("a verylongwordthatstays x", 8),
+            "a\n  verylongwordthatstays\n  x"
+        );
         assert_eq!(wrap(text, 80), text);
     }
 }
