@@ -197,6 +197,8 @@ impl Markdown {
             facts.push(line);
         }
         writeln!(out, "{}.\n", facts.join(", "))?;
+        super::markdown_first::peak(p, out)?;
+        super::markdown_first::growth(p, self.top, out)?;
         let findings: Vec<&str> = p
             .device
             .findings
@@ -218,8 +220,6 @@ impl Markdown {
             }
             writeln!(out)?;
         }
-        super::markdown_first::peak(p, out)?;
-        super::markdown_first::growth(p, self.top, out)?;
         let h = &p.heap;
         writeln!(out, "### Host heap\n")?;
         writeln!(out, "{}.\n", super::heap_line(h))?;
