@@ -222,11 +222,11 @@ fn a_shell_launcher_is_named_with_the_command_that_traces_the_program_and_filter
     let real_header = format!("== {} --flag", prog.display());
     assert_eq!(
         headers(&["--program", "first_screen_leak"]),
-        [real_header.clone()]
+        std::slice::from_ref(&real_header)
     );
     assert_eq!(
         headers(&["--exclude", "env", "--exclude", "bash"]),
-        [real_header.clone()]
+        [real_header]
     );
     assert_eq!(headers(&["--program", "bash launch"]).len(), 1);
     let filtered: Value = serde_json::from_str(&report_as(

@@ -212,7 +212,7 @@ fn own_leaks(p: &Process, c: &LeakClass) -> Option<(u64, u64, u64, Option<String
 /// start-up imported (`site`, `.pth` files) starts in the import machinery or the standard library.
 fn from_the_program(frames: &[crate::report::model::FrameOut]) -> bool {
     let mut python = frames.iter().filter(|f| f.kind == "python");
-    let outermost = python.clone().last();
+    let outermost = python.clone().next_back();
     python.any(is_user_python)
         && outermost.is_some_and(|f| {
             is_user_python(f)
