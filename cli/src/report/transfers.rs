@@ -204,6 +204,7 @@ fn findings(t: &Replayed, sites: &[TransferSite]) -> Vec<Finding> {
                         human_bytes(x.sync_bytes),
                         gbps.unwrap_or(0.0)
                     ),
+                    bytes: Some(x.sync_bytes),
                  ..Default::default() });
             }
         }
@@ -230,6 +231,7 @@ fn findings(t: &Replayed, sites: &[TransferSite]) -> Vec<Finding> {
                 "the same host buffer ({} at {addr:#x}, one allocation) was copied to the device {n} times; if its contents do not change between copies, keep it on the device",
                 human_bytes(size)
             ),
+            bytes: Some(size * n),
          ..Default::default() });
     }
     let sync_ns: u64 = tr.by_kind.values().map(|x| x.sync_ns).sum();
