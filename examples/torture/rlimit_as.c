@@ -3,7 +3,8 @@
  * Takes 1 MiB blocks until malloc returns NULL (at most 1024), frees them all, allocates again in
  * small blocks and leaks 128 B in after_null_leak. The limit counts from the size the process has
  * when it sets it, so whatever was mapped before does not count; the program must get at least
- * 448 MiB of the 512. Prints "null handled" and "enough yes".
+ * 504 MiB of the 512 (bare it gets 510: the shim's own growth after the limit may cost it a few, not
+ * the 64 MiB of a glibc arena for one of the shim's threads). Prints "null handled" and "enough yes".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,6 @@ int main(void) {
     }
     after_null_leak();
     printf("%s\n", got_null ? "null handled" : "no null");
-    printf("enough %s\n", n >= 448 ? "yes" : "no");
+    printf("enough %s\n", n >= 504 ? "yes" : "no");
     return 0;
 }

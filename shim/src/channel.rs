@@ -63,6 +63,14 @@ pub(crate) static CONSTRUCTED: AtomicBool = AtomicBool::new(false);
 pub(crate) static MMAP_ON: AtomicBool = AtomicBool::new(false);
 pub(crate) static CUDA_ON: AtomicBool = AtomicBool::new(false);
 pub(crate) static CONFIG: OnceLock<Config> = OnceLock::new();
+/// An exec's course: the writer that ended the trace for it waits on this.
+pub(crate) static EXEC: AtomicU8 = AtomicU8::new(EXEC_NONE);
+pub(crate) const EXEC_NONE: u8 = 0;
+pub(crate) const EXEC_TRYING: u8 = 1;
+pub(crate) const EXEC_FAILED: u8 = 2;
+pub(crate) const EXEC_RESUMED: u8 = 3;
+/// Set by the writer once the trace ended for want of memory is on disk.
+pub(crate) static MEMORY_END_DONE: AtomicBool = AtomicBool::new(false);
 /// The signal whose arrival asked the writer to end the trace now (0: none).
 static SIGNAL_END: AtomicI32 = AtomicI32::new(0);
 /// Set by the writer once that end is on disk.
@@ -242,6 +250,7 @@ pub(crate) fn flush_now(timeout: Duration) -> bool {
     }
     let seq = FLUSH_ASKED.fetch_add(1, Ordering::AcqRel) + 1;
     send(Msg::Flush(seq));
+    sys::doorbell::ring();
     let deadline = clock::monotonic_ns() + timeout.as_nanos() as u64;
     while FLUSHED.load(Ordering::Acquire) < seq {
         if clock::monotonic_ns() >= deadline || STATE.load(Ordering::Acquire) != RUNNING {
@@ -260,6 +269,52 @@ pub(crate) fn flushed(seq: u64) {
 /// Events that could not be recorded so far.
 pub fn dropped() -> u64 {
     DROPPED.load(Ordering::Relaxed)
+}
+
+/// The shim's own heap ran dry: recording stops at once (each event may need memory), and the
+/// writer ends the trace with a note (see `Writer::stop_for_memory`). Only atomics: it runs under
+/// the heap's lock.
+pub fn stop_recording() {
+    let _ = STATE.compare_exchange(RUNNING, STOPPED, Ordering::AcqRel, Ordering::Relaxed);
+}
+
+/// Counts events that could not be recorded.
+pub fn count_dropped(n: u64) {
+    DROPPED.fetch_add(n, Ordering::Relaxed);
+}
+
+/// For the writer: the trace that the shim's heap running dry ended is on disk (or failed).
+pub fn memory_end_done() {
+    MEMORY_END_DONE.store(true, Ordering::Release);
+}
+
+/// What became of the exec the trace was ended for, as the writer sees it.
+pub enum ExecOutcome {
+    /// Under way: if it succeeds, the writer is gone with the image.
+    Trying,
+    /// It failed: the trace is to go on.
+    Failed,
+    /// No exec (or the waiting was given up).
+    None,
+}
+
+/// For the writer, after the end it wrote at an exec.
+pub fn exec_outcome() -> ExecOutcome {
+    match EXEC.load(Ordering::Acquire) {
+        EXEC_TRYING => ExecOutcome::Trying,
+        EXEC_FAILED => ExecOutcome::Failed,
+        _ => ExecOutcome::None,
+    }
+}
+
+/// For the writer: the end is taken back and the queue is read again (or, `false`, it could not be).
+pub fn exec_resumed(ok: bool) {
+    let _ = EXEC.compare_exchange(
+        EXEC_FAILED,
+        if ok { EXEC_RESUMED } else { EXEC_NONE },
+        Ordering::AcqRel,
+        Ordering::Relaxed,
+    );
 }
 
 /// Stops tracing after an internal failure, keeping every real call working.
@@ -281,6 +336,7 @@ pub fn end_on_signal(sig: i32) {
     let _ = SIGNAL_END.compare_exchange(0, sig, Ordering::AcqRel, Ordering::Acquire);
     // Later events are not the program's last moment any more: stop recording them.
     STATE.store(STOPPED, Ordering::Release);
+    sys::doorbell::ring();
     let deadline = clock::monotonic_ns() + SIGNAL_WAIT.as_nanos() as u64;
     while !SIGNAL_END_DONE.load(Ordering::Acquire) && clock::monotonic_ns() < deadline {
         sys::nap_signal_safe(Duration::from_millis(1));

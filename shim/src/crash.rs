@@ -17,7 +17,7 @@
 #![allow(unsafe_code)]
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The signals handled: crashes, then the terminating signals a job is stopped with.
 const SIGNALS: [i32; 9] = [
@@ -115,7 +115,7 @@ fn query(sig: i32) -> Option<libc::sigaction> {
 /// Installs the handler for every signal of [`SIGNALS`] that still has its default action.
 pub fn install() {
     INSTALLED.store(true, Ordering::Release);
-    alternate_stack();
+    crate::alt_stack::init_main();
     for sig in SIGNALS {
         let Some(now) = query(sig).filter(|a| a.sa_sigaction == libc::SIG_DFL) else {
             continue;
@@ -124,53 +124,6 @@ pub fn install() {
             take_over(sig);
         }
     }
-}
-
-/// The main thread's alternate signal stack, set when the program has none: without one, the
-/// handler cannot run when the main thread overflows its stack, and the trace would end without
-/// its last moments. A program that sets its own replaces it; a query answers "none" while it is
-/// the shim's (see the `sigaltstack` hook).
-fn alternate_stack() {
-    const SIZE: usize = 64 << 10;
-    // SAFETY: a query with a null new stack; a fresh private anonymous mapping handed to the
-    // kernel as this thread's alternate stack, never unmapped (the thread may use it until exit).
-    unsafe {
-        let mut old: libc::stack_t = std::mem::zeroed();
-        if crate::sys::real::sigaltstack(std::ptr::null(), &mut old) != 0
-            || old.ss_flags & libc::SS_DISABLE == 0
-        {
-            return;
-        }
-        // The real mmap: this mapping is the shim's, not the program's.
-        let p = crate::sys::real::mmap(
-            std::ptr::null_mut(),
-            SIZE,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        );
-        if p == libc::MAP_FAILED {
-            return;
-        }
-        let ss = libc::stack_t {
-            ss_sp: p,
-            ss_flags: 0,
-            ss_size: SIZE,
-        };
-        if crate::sys::real::sigaltstack(&ss, std::ptr::null_mut()) == 0 {
-            ALT_STACK.store(p as usize, Ordering::Release);
-        }
-    }
-}
-
-/// The base of the alternate stack the shim set, 0 when none.
-static ALT_STACK: AtomicUsize = AtomicUsize::new(0);
-
-/// Whether the alternate stack `sp` is the shim's.
-pub fn is_our_alt_stack(sp: *mut libc::c_void) -> bool {
-    let ours = ALT_STACK.load(Ordering::Acquire);
-    ours != 0 && sp as usize == ours
 }
 
 /// Writes the disposition the program would see for a signal the shim stands in for.
@@ -201,9 +154,32 @@ pub fn set_default_keeping_handler<T>(sig: i32, set: impl FnOnce() -> T) -> T {
     out
 }
 
-extern "C" fn handler(sig: i32, _info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+/// Whether the trace can be ended from this handler. Not when the signal came while the thread
+/// was inside the shim (its state there may be half-changed), unless it is a stack overflow and the
+/// thread holds nothing the writer needs (the shim's heap lock): a thread that overflows while it
+/// allocates in every frame is in a hook half the time, and its last moments were lost.
+fn can_end_here(sig: i32, info: *const libc::siginfo_t) -> bool {
+    if !handles(sig) {
+        return false;
+    }
+    if !crate::record::guard::inside() {
+        return true;
+    }
+    if sig != libc::SIGSEGV || info.is_null() || crate::sys::own_heap::held_here() {
+        return false;
+    }
+    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler; for SIGSEGV si_addr is
+    // the faulting address.
+    let addr = unsafe { (*info).si_addr() } as usize;
+    // The fault lies in the guard area just below the stack the thread had (glibc's guard page and
+    // the kernel's stack gap for the main thread).
+    crate::record::guard::known_stack_low()
+        .is_some_and(|low| addr < low + 4096 && addr + (1 << 20) >= low)
+}
+
+extern "C" fn handler(sig: i32, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     let saved = crate::sys::errno();
-    if handles(sig) && !crate::record::guard::inside() {
+    if can_end_here(sig, info) {
         crate::channel::end_on_signal(sig);
     }
     step_aside(sig);

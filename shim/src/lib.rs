@@ -10,14 +10,17 @@
 //!   Nothing can unwind into C: hooks are thin wrappers around the real call and the recorder.
 //! - **Reentrancy.** A const-initialised thread-local guard (`guard`) makes every allocation the shim
 //!   causes pass straight through; the writer and sampler threads are never traced. The shim's own
-//!   Rust allocations use the real allocator directly (`global_alloc`).
+//!   Rust allocations, and the C allocations made inside the shim, come from memory it maps itself
+//!   (`sys::own_heap`, through `global_alloc` and the heap hooks): no allocator arena is made for
+//!   its threads, and running out of memory ends the trace, never the program.
 //! - **Bootstrap.** The real functions are found with `dlsym(RTLD_NEXT)`; what dlsym allocates
 //!   meanwhile comes from a static arena (`bootstrap`).
 //! - **Order.** Frees and unmaps are recorded before the real call, allocations after it, all through
 //!   one FIFO channel, so a reused address is never paired with the wrong block.
 //! - **fork/exec/exit.** A fork child writes its own trace with its own writer (started on its first
 //!   event); exec closes the trace first; the library destructor and `_exit` close it at the end; a
-//!   frame reaches the disk at least every 100 ms, so SIGKILL loses at most the last moment.
+//!   frame reaches the disk as soon as the queue goes quiet and at least every 100 ms, so SIGKILL
+//!   loses at most what had not reached the writer; a failed exec goes on in the same trace.
 //!
 //! The modules, in the order a recorded call travels:
 //! - `hooks` (and the CUDA wrappers in `cuda`, the PyTorch callbacks in `torch`): the exported
@@ -38,6 +41,7 @@
 // recording path is unused there.
 #![cfg_attr(test, allow(dead_code))]
 
+mod alt_stack;
 mod channel;
 mod config;
 mod crash;
@@ -55,7 +59,7 @@ mod writer;
 
 #[cfg(not(test))]
 #[global_allocator]
-static ALLOCATOR: sys::global_alloc::RealAllocator = sys::global_alloc::RealAllocator;
+static ALLOCATOR: sys::global_alloc::ShimAllocator = sys::global_alloc::ShimAllocator;
 
 #[cfg(not(test))]
 mod lifecycle {

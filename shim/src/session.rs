@@ -11,8 +11,9 @@ use crossbeam_channel::bounded;
 use memshim_trace::{Clock, EndReason, Header, TraceWriter};
 
 use crate::channel::{
-    self, send, warn, Lifecycle, Session, CONFIG, CONSTRUCTED, CUDA_ON, DROPPED, HEAP_ON,
-    INIT_STARTED, MMAP_ON, OWNER_PID, PENDING, RUNNING, SENDER, STARTING, STATE, STOPPED,
+    self, send, warn, Lifecycle, Session, CONFIG, CONSTRUCTED, CUDA_ON, DROPPED, EXEC, EXEC_FAILED,
+    EXEC_NONE, EXEC_RESUMED, EXEC_TRYING, HEAP_ON, INIT_STARTED, MEMORY_END_DONE, MMAP_ON,
+    OWNER_PID, PENDING, RUNNING, SENDER, STARTING, STATE, STOPPED,
 };
 use crate::config::Config;
 use crate::record::msg::Msg;
@@ -55,6 +56,12 @@ pub fn init() {
     }
     // The keys exist only now, so the caller's guard was inert: what starting allocates passes through.
     let _inside = crate::record::guard::enter();
+    crate::sys::own_heap::init(crate::channel::stop_recording);
+    // glibc's allocator gives its main arena to the first thread that calls it and a new arena (64
+    // MiB of address space) to every other: that must be this thread (the program's), not a
+    // helper thread of the shim's that would otherwise be first (the shim's own calls go to
+    // `own_heap`).
+    sys::real::free(sys::real::malloc(1));
     let _ = exe_path();
     let mods = modules::scan("");
     if let Some((lo, hi)) = modules::exec_range_of(&mods, init as fn() as usize as u64) {
@@ -173,6 +180,9 @@ pub fn finish(reason: EndReason) -> bool {
     if OWNER_PID.load(Ordering::Acquire) != sys::getpid() {
         return false;
     }
+    if wait_for_memory_end() {
+        return false;
+    }
     if STATE
         .compare_exchange(RUNNING, STOPPED, Ordering::AcqRel, Ordering::Acquire)
         .is_err()
@@ -194,7 +204,25 @@ pub fn finish(reason: EndReason) -> bool {
         reason,
         ack: ack_tx,
     });
+    // The writer may be in its longest nap: every millisecond here is one more the program's other
+    // threads run after the program tore itself down (see `sys::doorbell`).
+    sys::doorbell::ring();
     let _ = ack_rx.recv_timeout(EXIT_WAIT);
+    // The heap may have run dry on the way: the writer then drops the request and ends the trace.
+    wait_for_memory_end();
+    true
+}
+
+/// When the shim's heap ran dry (recording stopped, the writer ending the trace itself), waits for
+/// that end to be on disk (with a deadline); false when it did not run dry.
+fn wait_for_memory_end() -> bool {
+    if !crate::sys::own_heap::exhausted() {
+        return false;
+    }
+    let deadline = clock::monotonic_ns() + EXIT_WAIT.as_nanos() as u64;
+    while !MEMORY_END_DONE.load(Ordering::Acquire) && clock::monotonic_ns() < deadline {
+        sys::nap_signal_safe(Duration::from_millis(1));
+    }
     true
 }
 
@@ -227,14 +255,31 @@ fn exe_path() -> String {
     .clone()
 }
 
-/// Before exec: close the trace so nothing is lost when the image is replaced.
+/// Before exec: the trace gets its end so nothing is lost when the image is replaced; the writer
+/// then waits for the outcome (see [`after_failed_exec`]).
 pub fn before_exec() -> bool {
-    finish(EndReason::Exec)
+    EXEC.store(EXEC_TRYING, Ordering::Release);
+    let closed = finish(EndReason::Exec);
+    if !closed {
+        EXEC.store(EXEC_NONE, Ordering::Release);
+    }
+    closed
 }
 
-/// After a failed exec: the process goes on, so the next call starts a new trace file.
+/// After a failed exec: the process goes on in the same trace, the end written before the exec
+/// taken back by the writer; should the writer not manage that, the next call starts a new trace.
 pub fn after_failed_exec(closed: bool) {
-    if closed {
+    if !closed {
+        return;
+    }
+    EXEC.store(EXEC_FAILED, Ordering::Release);
+    let deadline = clock::monotonic_ns() + EXIT_WAIT.as_nanos() as u64;
+    while EXEC.load(Ordering::Acquire) == EXEC_FAILED && clock::monotonic_ns() < deadline {
+        sys::nap_signal_safe(Duration::from_micros(200));
+    }
+    if EXEC.swap(EXEC_NONE, Ordering::AcqRel) == EXEC_RESUMED {
+        STATE.store(RUNNING, Ordering::Release);
+    } else {
         SENDER.forget(Ordering::Release);
         STATE.store(PENDING, Ordering::Release);
     }
@@ -264,6 +309,7 @@ extern "C" fn end_at_quick_exit() {
 /// In a process made by a raw `clone` or `SYS_fork`, which runs no fork handler: the same fresh
 /// start as a fork child's.
 pub fn after_raw_fork() {
+    crate::sys::own_heap::after_raw_fork();
     after_fork_in_child();
 }
 

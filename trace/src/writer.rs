@@ -181,6 +181,25 @@ impl<W: Write> TraceWriter<W> {
         &mut self.out
     }
 
+    /// The output, to look at.
+    pub fn get_ref(&self) -> &W {
+        &self.out
+    }
+
+    /// The number the next frame will carry.
+    pub fn next_frame(&self) -> u64 {
+        self.seq
+    }
+
+    /// Takes back the frames numbered `next` and later, which the caller has cut off the output
+    /// (the end written before an `exec` that then failed, so that the trace goes on): the next
+    /// frame carries `next` again. Nothing may be pending, and the frames taken back must hold no
+    /// allocations or frees.
+    pub fn take_back_frames(&mut self, next: u64) {
+        debug_assert!(self.raw.is_empty() && self.names.is_empty());
+        self.seq = next.min(self.seq);
+    }
+
     /// Flushes the last frame and gives back the output.
     pub fn finish(mut self) -> io::Result<W> {
         self.flush_frame()?;

@@ -47,7 +47,7 @@ pub unsafe extern "C" fn sigaction(
     r
 }
 
-/// `sigaltstack`: the main thread's alternate stack that the shim set (see `crash`) reads as none.
+/// `sigaltstack`: an alternate stack that the shim set (see `alt_stack`) reads as none.
 ///
 /// # Safety
 /// As sigaltstack requires: `ss` and `old` are null or valid.
@@ -55,7 +55,7 @@ pub unsafe extern "C" fn sigaction(
 pub unsafe extern "C" fn sigaltstack(ss: *const libc::stack_t, old: *mut libc::stack_t) -> c_int {
     let r = real::sigaltstack(ss, old);
     // SAFETY: on success the real call wrote `old`, which the caller vouches for.
-    if r == 0 && !old.is_null() && crash::is_our_alt_stack(unsafe { (*old).ss_sp }) {
+    if r == 0 && !old.is_null() && crate::alt_stack::is_ours(unsafe { (*old).ss_sp }) {
         // SAFETY: as above.
         unsafe {
             (*old).ss_sp = std::ptr::null_mut();

@@ -28,13 +28,15 @@ const PERIOD: Duration = Duration::from_millis(100);
 /// Starts the sampler thread for the process `pid`.
 pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
     let seen = modules::counters();
+    // Read here, on the thread starting the trace (before the program's main runs): in the new
+    // thread its opens would race the program's first ones for the lowest free numbers.
+    let cpus = crate::probes::thread_cpus::ThreadCpus::new();
     crate::sys::threads::spawn(c"memshim-sampler", move || {
         let mut seen = seen;
         let mut heap = Pace::new(1, HEAP_SLOW);
         // The first reading at the first period, so a short run still shows how the counters grew.
         let mut counters = Pace::new(COUNTER_TICKS, COUNTER_SLOW).due_first();
-        let mut threads =
-            crate::probes::thread_cpus::ThreadCpus::new().map(|t| (t, Pace::new(1, THREADS_SLOW)));
+        let mut threads = cpus.map(|t| (t, Pace::new(1, THREADS_SLOW)));
         let mut gpus = GpuSampling::default();
         let mut poller = false;
         // CUPTI hands back its activity buffers when asked: once a second.
@@ -102,9 +104,12 @@ pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
                 }
             }
             let now = modules::counters();
-            if now != seen {
+            // The scan opens files for a moment (see `owned_fds::probe`); tried again later.
+            let scanned = (now != seen)
+                .then(|| crate::sys::owned_fds::probe(|| modules::scan(&exe)))
+                .flatten();
+            if let Some(mods) = scanned {
                 seen = now;
-                let mods = modules::scan(&exe);
                 let enabled = crate::channel::config().is_some_and(|c| c.python);
                 let python = crate::python::detect(&mods, enabled);
                 if !send_unparked(&tx, Msg::Modules(mods)) {

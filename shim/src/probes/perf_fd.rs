@@ -115,9 +115,6 @@ mod tests {
 
     #[test]
     fn a_software_counter_counts_this_threads_page_faults() {
-        let _registry = crate::sys::owned_fds::TEST_REGISTRY
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
         // PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN.
         let kind = Kind {
             type_: 1,

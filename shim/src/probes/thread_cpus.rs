@@ -47,6 +47,11 @@ impl ThreadCpus {
 
     /// Every program thread's CPU now (named when new or moved to another node).
     pub fn sample(&mut self) -> Vec<ThreadCpu> {
+        // Each reading opens files for a moment (see `owned_fds::probe`).
+        crate::sys::owned_fds::probe(|| self.sample_now()).unwrap_or_default()
+    }
+
+    fn sample_now(&mut self) -> Vec<ThreadCpu> {
         let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
             return Vec::new();
         };
@@ -127,9 +132,16 @@ mod tests {
         let me = crate::sys::gettid();
         // A listing of /proc/self/task can skip a thread while others exit (as the test harness's
         // do), so this thread is looked for over a few samples.
+        // Other tests of this process release descriptors of the shim's, after which readings
+        // pause for a moment (see `owned_fds::released_lately`).
         let find_me = |t: &mut ThreadCpus| {
             (0..20)
-                .find_map(|_| t.sample().into_iter().find(|c| c.tid == me))
+                .find_map(|_| {
+                    while crate::sys::owned_fds::released_lately() {
+                        std::thread::sleep(std::time::Duration::from_millis(10));
+                    }
+                    t.sample().into_iter().find(|c| c.tid == me)
+                })
                 .expect("this thread, in one of 20 samples")
         };
         assert!(find_me(&mut t).name.is_some(), "named when first seen");

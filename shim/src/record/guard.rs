@@ -19,8 +19,10 @@ static TID: AtomicU32 = AtomicU32::new(NO_KEY);
 static STACK_LOW: AtomicU32 = AtomicU32::new(NO_KEY);
 /// `STACK_LOW`'s value for a thread whose stack bounds cannot be read.
 const UNKNOWN_STACK: usize = 1;
-/// Marks "inside the shim" (any non-null value would do).
+/// Marks "inside the shim" on a program thread.
 const INSIDE: usize = 1;
+/// Marks one of the shim's own threads: inside the shim for good.
+const HELPER: usize = 2;
 
 /// Creates the keys; returns false when the process has none left (the shim then records nothing).
 pub fn init() -> bool {
@@ -91,8 +93,16 @@ pub fn inside() -> bool {
 pub fn mark_thread_untraced() {
     let key = IN_SHIM.load(Ordering::Acquire);
     if key != NO_KEY {
-        set(key, INSIDE);
+        set(key, HELPER);
     }
+}
+
+/// True on one of the shim's own threads (writer, sampler), which must never make the program's
+/// allocator give them an arena; false on the program's threads, inside a hook or not.
+#[inline]
+pub fn helper_thread() -> bool {
+    let key = IN_SHIM.load(Ordering::Acquire);
+    key != NO_KEY && get(key) == HELPER
 }
 
 /// The kernel id of the calling thread, cached after the first call.
@@ -126,9 +136,25 @@ pub fn stack_room() -> Option<usize> {
         let main_thread = tid() == crate::sys::getpid();
         low = crate::record::stack_bounds::stack_low(here, main_thread).unwrap_or(UNKNOWN_STACK);
         set(key, low);
+        // The shim's first sight of this thread: the crash handler needs room to run should it
+        // overflow its stack (the main thread got its room at start).
+        if !main_thread && !helper_thread() {
+            crate::alt_stack::init_thread();
+        }
     }
     let here = &low as *const usize as usize;
     (low != UNKNOWN_STACK).then(|| here.saturating_sub(low))
+}
+
+/// The low end of the calling thread's stack as [`stack_room`] last read it, if it did: a cached
+/// value only, for a signal handler.
+pub fn known_stack_low() -> Option<usize> {
+    let key = STACK_LOW.load(Ordering::Acquire);
+    if key == NO_KEY {
+        return None;
+    }
+    let low = get(key);
+    (low != 0 && low != UNKNOWN_STACK).then_some(low)
 }
 
 /// Forgets the cached thread id (after fork the surviving thread has a new one).

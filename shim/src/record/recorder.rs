@@ -82,18 +82,39 @@ fn captured_hash(lend_python: bool, room: Option<usize>) -> u64 {
     hash
 }
 
-/// Enters the guard for a heap hook, before the real call: `None` when heap calls are off or this
-/// thread is inside the shim already (the call then goes straight to the allocator, unrecorded).
-/// Held across the real call, the guard makes whatever the allocator itself does pass straight
-/// through: jemalloc's and tcmalloc's own `mmap`s (part of the heap already, not the program's
-/// mappings) are not recorded, and no stack is captured while the allocator holds its locks (the
-/// capture's first touch of libunwind's thread-locals allocates, which would wait on them).
+/// Who a heap call is for.
+pub enum HeapCall {
+    /// A program's call, to be recorded; the guard is held across the real call.
+    Traced(guard::Guard),
+    /// A call made on one of the shim's own threads: served by the shim's own heap, never
+    /// recorded, so the program's allocator never makes an arena (64 MiB of address space) for it.
+    Shim,
+    /// Not recorded and straight to the allocator: heap calls are not recorded (`MEMSHIM_HEAP=0`),
+    /// or a program thread is inside a hook (the unwinder's own allocations). A program thread
+    /// already has its arena and per-thread cache; sending those calls to the shim's heap, one lock
+    /// for every thread, made 300 Python threads queue on it.
+    Untraced,
+}
+
+/// Enters the guard for a heap hook, before the real call. Held across the real call, the guard
+/// makes whatever the allocator itself does pass straight through: jemalloc's and tcmalloc's own
+/// `mmap`s (part of the heap already, not the program's mappings) are not recorded, and no stack is
+/// captured while the allocator holds its locks (the capture's first touch of libunwind's
+/// thread-locals allocates, which would wait on them).
 #[inline(always)]
-pub fn enter_heap() -> Option<guard::Guard> {
+pub fn enter_heap() -> HeapCall {
     if !channel::heap_enabled() {
-        return None;
+        return if guard::helper_thread() {
+            HeapCall::Shim
+        } else {
+            HeapCall::Untraced
+        };
     }
-    guard::enter()
+    match guard::enter() {
+        Some(g) => HeapCall::Traced(g),
+        None if guard::helper_thread() => HeapCall::Shim,
+        None => HeapCall::Untraced,
+    }
 }
 
 /// A heap block was allocated (the hook holds the guard, see [`enter_heap`]).

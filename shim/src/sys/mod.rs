@@ -6,8 +6,11 @@
 #![allow(unsafe_code)]
 pub(crate) mod bootstrap;
 pub(crate) mod clock;
+pub(crate) mod doorbell;
 pub(crate) mod global_alloc;
+pub(crate) mod handed_back;
 pub(crate) mod leaked;
+pub(crate) mod own_heap;
 pub(crate) mod owned_fds;
 pub(crate) mod proc_file;
 pub(crate) mod real;
@@ -16,6 +19,37 @@ pub(crate) mod threads;
 use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
+
+/// A system call made with the `syscall` instruction itself: not through glibc's `syscall`, which
+/// the shim hooks (its hook may start the shim, resolve symbols and allocate), nor through `mmap`
+/// or `munmap`, which it hooks too. For the shim's own heap, which must never re-enter the shim.
+/// Returns the kernel's result (a negative errno on failure).
+///
+/// # Safety
+/// The caller passes arguments valid for system call `n`.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub unsafe fn raw_syscall(n: i64, a: [usize; 6]) -> isize {
+    let ret: isize;
+    // SAFETY: the x86-64 Linux system-call convention: number in rax, arguments in rdi, rsi, rdx,
+    // r10, r8, r9; the kernel clobbers rcx and r11; no stack is used.
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            inlateout("rax") n as isize => ret,
+            in("rdi") a[0],
+            in("rsi") a[1],
+            in("rdx") a[2],
+            in("r10") a[3],
+            in("r8") a[4],
+            in("r9") a[5],
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+    }
+    ret
+}
 
 /// `getenv` without allocation beyond the returned copy.
 pub fn getenv(name: &str) -> Option<String> {
@@ -189,6 +223,14 @@ pub fn file_id(fd: libc::c_int) -> Option<(u64, u64)> {
     (unsafe { libc::fstat(fd, &mut st) } == 0).then_some((st.st_dev, st.st_ino))
 }
 
+/// The device and inode of what `path` names itself (a symlink's own, not its target's).
+pub fn path_id(path: &CStr) -> Option<(u64, u64)> {
+    // SAFETY: an all-zero stat is a valid out-buffer, written by lstat.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is NUL-terminated and `st` is valid and writable.
+    (unsafe { libc::lstat(path.as_ptr(), &mut st) } == 0).then_some((st.st_dev, st.st_ino))
+}
+
 /// Opens `path` read-only, close-on-exec.
 pub fn open_read_only(path: &CStr) -> Option<OwnedFd> {
     // SAFETY: `path` is NUL-terminated; the flags are plain integers.
@@ -248,12 +290,13 @@ pub fn with_limits_raised<T>(f: impl FnOnce() -> T) -> T {
 
 /// Cuts the file open at `fd` back to `len` bytes (a frame written in part), and puts the file
 /// offset there, where the next write must go.
-pub fn truncate(fd: libc::c_int, len: u64) {
+pub fn truncate(fd: libc::c_int, len: u64) -> io::Result<()> {
     // SAFETY: ftruncate and lseek on any descriptor are safe; an error leaves the file as it was.
-    unsafe {
-        libc::ftruncate(fd, len as libc::off_t);
-        libc::lseek(fd, len as libc::off_t, libc::SEEK_SET);
-    }
+    let r = unsafe { libc::ftruncate(fd, len as libc::off_t) };
+    let err = (r != 0).then(io::Error::last_os_error);
+    // SAFETY: as above.
+    unsafe { libc::lseek(fd, len as libc::off_t, libc::SEEK_SET) };
+    err.map_or(Ok(()), Err)
 }
 
 /// Keeps `len` bytes of disk allocated beyond `end` without changing the file's length, where the

@@ -6,8 +6,9 @@
 //! libgcc (libunwind would otherwise read a byte from, write a byte to, and finally close a
 //! descriptor that is now the program's), and a counter is never read or closed again.
 //!
-//! Never: allocate or lock; `released` runs on every `close` of the program.
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
+//! Never: allocate or lock; `released` runs on every `close` of the program (reading the clock only
+//! when it takes one of the shim's descriptors).
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 /// Who keeps a descriptor.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -27,6 +28,14 @@ static OWNERS: [AtomicU8; SLOTS] = [const { AtomicU8::new(0) }; SLOTS];
 static ANY: AtomicBool = AtomicBool::new(false);
 /// Set once a descriptor of the unwinder's was released.
 static UNWINDER_LOST: AtomicBool = AtomicBool::new(false);
+/// When the program last released a descriptor the shim kept (monotonic ns, 0: never).
+static LAST_RELEASE: AtomicU64 = AtomicU64::new(0);
+/// How long after such a release the shim opens nothing (see [`released_lately`]).
+const SETTLE_NS: u64 = 250_000_000;
+/// Shim threads inside [`probe`] now (each may hold a descriptor opened for a moment).
+static IN_PROBE: AtomicU32 = AtomicU32::new(0);
+/// The longest a release waits for probes under way to end.
+const PROBE_WAIT_NS: u64 = 50_000_000;
 
 /// Records that `owner` keeps `fd` open; false when no slot is left (the caller then should not
 /// keep it).
@@ -42,6 +51,17 @@ pub fn claim(fd: i32, owner: Owner) -> bool {
         }
     }
     false
+}
+
+/// The shim is about to close `fd` itself: no longer kept, and no sign of a program opening its own
+/// files next (see [`released_lately`]).
+pub fn disown(fd: i32, owner: Owner) {
+    for (f, o) in FDS.iter().zip(OWNERS.iter()) {
+        if f.load(Ordering::Acquire) == fd && o.load(Ordering::Acquire) == owner as u8 {
+            f.store(-1, Ordering::Release);
+            o.store(Owner::None as u8, Ordering::Release);
+        }
+    }
 }
 
 /// Whether `fd` is still kept by `owner` (not released by the program since it was claimed).
@@ -66,11 +86,44 @@ pub fn released(lo: i32, hi: i32) {
     released_slow(lo, hi);
 }
 
+/// True for a moment (250 ms) after the program released a descriptor of the shim's: a program
+/// that closes every descriptor opens its own right after and may count on the numbers it gets
+/// (a daemon's 0, 1, 2; "the next is 3"), so the shim opens nothing then, not even for a moment (the
+/// trace's frames wait in memory, the sampler skips its /proc readings), as any open would take the
+/// lowest free number.
+pub fn released_lately() -> bool {
+    let t = LAST_RELEASE.load(Ordering::Acquire);
+    t != 0 && crate::sys::clock::monotonic_ns().saturating_sub(t) < SETTLE_NS
+}
+
+/// Runs `f`, which opens descriptors for a moment (a `/proc` reading, the trace reopened), unless
+/// the program released one of the shim's lately. A release waits for probes under way to end, so
+/// once the program's `close` returns no shim thread holds a low number it could be about to get.
+pub fn probe<T>(f: impl FnOnce() -> T) -> Option<T> {
+    IN_PROBE.fetch_add(1, Ordering::SeqCst);
+    let out = (!released_lately()).then(f);
+    IN_PROBE.fetch_sub(1, Ordering::SeqCst);
+    out
+}
+
+/// Waits (boundedly) until no shim thread is inside [`probe`].
+fn wait_for_probes() {
+    let deadline = crate::sys::clock::monotonic_ns() + PROBE_WAIT_NS;
+    while IN_PROBE.load(Ordering::SeqCst) != 0 && crate::sys::clock::monotonic_ns() < deadline {
+        crate::sys::nap_signal_safe(std::time::Duration::from_micros(50));
+    }
+}
+
 #[cold]
 fn released_slow(lo: i32, hi: i32) {
+    let mut hit = false;
     for (f, o) in FDS.iter().zip(OWNERS.iter()) {
         let fd = f.load(Ordering::Acquire);
         if fd >= 0 && fd >= lo && fd <= hi {
+            if !hit {
+                hit = true;
+                LAST_RELEASE.store(crate::sys::clock::monotonic_ns().max(1), Ordering::SeqCst);
+            }
             if o.load(Ordering::Acquire) == Owner::Unwinder as u8 {
                 UNWINDER_LOST.store(true, Ordering::Release);
             }
@@ -78,23 +131,10 @@ fn released_slow(lo: i32, hi: i32) {
             o.store(Owner::None as u8, Ordering::Release);
         }
     }
-}
-
-/// In tests: forget every claim.
-#[cfg(test)]
-fn reset() {
-    for (f, o) in FDS.iter().zip(OWNERS.iter()) {
-        f.store(-1, Ordering::Relaxed);
-        o.store(0, Ordering::Relaxed);
+    if hit {
+        wait_for_probes();
     }
-    UNWINDER_LOST.store(false, Ordering::Relaxed);
 }
-
-/// Held by every unit test that claims descriptors or wipes the registry (this module's, and the
-/// perf counter's, whose reads check their claim): run in parallel, a wipe made another's claim
-/// vanish mid-test.
-#[cfg(test)]
-pub(crate) static TEST_REGISTRY: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[cfg(test)]
 mod tests {
@@ -102,17 +142,17 @@ mod tests {
 
     #[test]
     fn a_released_descriptor_is_no_longer_held() {
-        let _registry = TEST_REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
-        reset();
-        assert!(claim(900, Owner::Counter));
-        assert!(claim(901, Owner::Unwinder));
-        assert!(holds(900, Owner::Counter) && !holds(900, Owner::Unwinder));
-        released(3, 899);
-        assert!(holds(900, Owner::Counter) && unwinder_intact());
-        released(901, 901);
-        assert!(!unwinder_intact() && holds(900, Owner::Counter));
-        released(0, i32::MAX);
-        assert!(!holds(900, Owner::Counter));
-        reset();
+        // Numbers far above any real descriptor: other tests of this process hold real ones, which
+        // a wider release would take from them.
+        assert!(claim(100_900, Owner::Counter));
+        assert!(claim(100_901, Owner::Unwinder));
+        assert!(holds(100_900, Owner::Counter) && !holds(100_900, Owner::Unwinder));
+        released(100_003, 100_899);
+        assert!(holds(100_900, Owner::Counter) && unwinder_intact());
+        released(100_901, 100_901);
+        assert!(!unwinder_intact() && holds(100_900, Owner::Counter));
+        released(100_000, i32::MAX);
+        assert!(!holds(100_900, Owner::Counter));
+        UNWINDER_LOST.store(false, Ordering::Relaxed);
     }
 }

@@ -2,7 +2,7 @@
 //! open high in the descriptor table and read from its start with `pread`, so each reading opens
 //! nothing: a program that closes every descriptor and opens its own files could otherwise find a
 //! number taken for a moment by the sampler. If the program closes it (see `owned_fds`), it is
-//! opened again once and kept again.
+//! opened again once and kept again. Under a tight `RLIMIT_NOFILE` nothing is read.
 //!
 //! Never: used from a program thread (only the sampler reads these files).
 use std::ffi::CStr;
@@ -10,6 +10,9 @@ use std::os::fd::{AsRawFd, OwnedFd};
 
 use crate::sys;
 use crate::sys::owned_fds::{self, Owner};
+
+/// Below this soft `RLIMIT_NOFILE` no `/proc` file is read (the trace's own threshold too).
+const MIN_NOFILE: u64 = 64;
 
 /// One kept-open `/proc` file.
 pub struct ProcFile {
@@ -32,10 +35,21 @@ impl ProcFile {
 
     /// The whole file as it reads now (at most `N` bytes), or `None` when it cannot be read.
     pub fn read<const N: usize>(&mut self, buf: &mut [u8; N]) -> Option<usize> {
+        if sys::nofile_limit().is_some_and(|n| n < MIN_NOFILE) {
+            // Under a limit this tight every descriptor is one the program may need, and one kept
+            // (or even opened for a moment) would take it: the readings are done without.
+            return None;
+        }
         let pid = sys::getpid();
         if self.pid != pid {
             // Inherited from the parent: this process's own copy of the descriptor, to close.
-            self.fd = None;
+            if let Some(fd) = self.fd.take() {
+                if owned_fds::holds(fd.as_raw_fd(), Owner::Probe) {
+                    owned_fds::disown(fd.as_raw_fd(), Owner::Probe);
+                } else {
+                    std::mem::forget(fd);
+                }
+            }
             self.pid = pid;
         }
         if let Some(fd) = &self.fd {
@@ -47,7 +61,8 @@ impl ProcFile {
             }
         }
         if self.fd.is_none() {
-            let fd = sys::move_high(sys::open_read_only(self.path)?);
+            let path = self.path;
+            let fd = owned_fds::probe(|| sys::open_read_only(path).map(sys::move_high))??;
             if !owned_fds::claim(fd.as_raw_fd(), Owner::Probe) {
                 return sys::pread(fd.as_raw_fd(), buf, 0);
             }

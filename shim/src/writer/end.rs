@@ -34,6 +34,8 @@ impl Writer {
     }
 
     fn drain_and_end(&mut self, reason: EndReason) -> io::Result<()> {
+        // At exec the queue is kept: an exec that fails goes on in this trace (see `exec`).
+        let keep_queue = matches!(reason, EndReason::Exec);
         if let Some(rx) = self.rx.take() {
             // At a signal, producers have stopped; what they sent before is all there is.
             loop {
@@ -41,17 +43,25 @@ impl Writer {
                     Ok(Msg::Shutdown { ack, .. }) => {
                         let _ = ack.try_send(());
                     }
+                    // Out of memory, what waits is dropped (counted): recording it would need more.
+                    Ok(_) if matches!(reason, EndReason::Failure) => channel::count_dropped(1),
                     Ok(msg) => {
                         self.handle(msg)?;
                     }
                     Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => break,
                 }
             }
+            if keep_queue {
+                self.rx = Some(rx);
+            }
             // Dropping the receiver here makes any late sender fail at once instead of waiting.
         }
         // Not at exec (the new image must not wait) nor in a dying process (the signal's handler
         // waits): `memshim report` names the frames offline from the module map.
-        let symbolize = !matches!(reason, EndReason::Exec | EndReason::Signal(_));
+        let symbolize = !matches!(
+            reason,
+            EndReason::Exec | EndReason::Signal(_) | EndReason::Failure
+        );
         if self.cfg.symbolize && symbolize {
             let t = clock::monotonic_ns();
             let addrs: Vec<u64> = self.addresses.iter().copied().collect();
@@ -80,6 +90,9 @@ impl Writer {
             })?;
         }
         self.flush()?;
+        if keep_queue {
+            self.exec_mark = Some(self.mark());
+        }
         self.out.push(&Event {
             t: clock::monotonic_ns(),
             tid: 0,
@@ -89,6 +102,27 @@ impl Writer {
             }),
         })?;
         self.out.flush_frame()
+    }
+
+    /// The shim's own heap could not get memory from the kernel (an address-space limit reached):
+    /// the trace ends here with a note saying so, and the program goes on untraced. What is queued
+    /// is still written (the heap's reserve covers it).
+    pub(super) fn stop_for_memory(&mut self) {
+        let text = "the shim could not map memory for its own use (the process reached its \
+                    address-space limit); tracing stopped here and the program went on";
+        let noted = self.out.push(&Event {
+            t: clock::monotonic_ns(),
+            tid: 0,
+            record: Record::Note(Note { text: text.into() }),
+        });
+        match noted {
+            Ok(()) => self.close(EndReason::Failure),
+            Err(e) => return self.fail(&e),
+        }
+        channel::warn(&format!(
+            "no memory left for the shim (address-space limit); the trace {} ends here, the program continues",
+            self.path.display()
+        ));
     }
 
     /// Gives up after a write error: the trace so far is kept, the program goes on untraced.

@@ -1,5 +1,6 @@
 //! The writer thread: turns messages into trace records, maps stack hashes to small ids, and puts a
-//! frame on disk at least every 100 ms, so SIGKILL loses at most the last moment.
+//! frame on disk as soon as the queue goes quiet and at least every 100 ms, so SIGKILL loses at
+//! most what had not reached the writer yet, or the last 100 ms of a flood.
 //!
 //! Never: call into the loader (`dl_iterate_phdr`, `dlsym`) while producers may be waiting on it, or
 //! block on anything a producer could hold. That includes blocking on the channel: crossbeam parks a
@@ -20,6 +21,7 @@ use memshim_trace::{
 };
 
 mod end;
+mod exec;
 pub(crate) mod output;
 mod pace;
 pub(crate) mod placement;
@@ -37,6 +39,8 @@ use crate::{channel, sys::clock};
 const FLUSH_EVERY: Duration = Duration::from_millis(100);
 /// A frame is cut when this many encoded bytes are pending.
 const BATCH_BYTES: usize = 1 << 20;
+/// Empty polls in a row after which what is pending goes on disk (see `run`).
+const QUIET_POLLS: u32 = 2;
 /// Messages taken from the queue between looks at the clock (at most a few milliseconds' worth).
 const DRAIN: usize = 4096;
 /// Starts the writer thread.
@@ -58,6 +62,9 @@ pub struct Writer {
     py_strings: HashMap<Box<str>, u32>,
     dropped_written: u64,
     placements: Placements,
+    /// Where the trace stood before the end written at an exec (see `exec`): the file's end and
+    /// the next frame's number.
+    exec_mark: Option<(output::FileMark, u64)>,
 }
 
 impl Writer {
@@ -82,6 +89,7 @@ impl Writer {
             py_strings: HashMap::new(),
             dropped_written: 0,
             placements: Placements::default(),
+            exec_mark: None,
         };
         let topology = w.out.push(&Event {
             t: clock::monotonic_ns(),
@@ -125,7 +133,15 @@ impl Writer {
     fn run(mut self) {
         let mut last_flush = Instant::now();
         let mut nap = NAP;
+        let mut quiet = 0u32;
         loop {
+            // Read before the queue is looked at: a ring after this cuts the coming nap short.
+            let bell = crate::sys::doorbell::seen();
+            if crate::sys::own_heap::exhausted() {
+                self.stop_for_memory();
+                channel::memory_end_done();
+                return;
+            }
             if let Some(sig) = channel::signal_end() {
                 self.close(EndReason::Signal(sig));
                 channel::signal_end_done();
@@ -137,6 +153,11 @@ impl Writer {
             while matches!(step, Ok(None)) && taken < DRAIN {
                 let Some(rx) = self.rx.as_ref() else { return };
                 match rx.try_recv() {
+                    // Each message may need memory: none more once the heap ran dry.
+                    Ok(_) if crate::sys::own_heap::exhausted() => {
+                        channel::count_dropped(1);
+                        break;
+                    }
                     Ok(msg) => step = self.handle(msg),
                     Err(TryRecvError::Empty) => break,
                     Err(TryRecvError::Disconnected) => return,
@@ -144,8 +165,22 @@ impl Writer {
                 taken += 1;
             }
             nap = next_nap(nap, taken);
+            // Two polls in a row that found nothing after events came: the program paused (or is
+            // about to die). What it did is put on disk now, not at the next 100 ms: SIGKILL then
+            // loses nothing that reached the writer. One empty poll is not enough: a writer that
+            // catches up with a flood finds the queue empty for a moment, and cutting a frame
+            // there made traces 2% larger.
+            quiet = if taken == 0 {
+                quiet.saturating_add(1)
+            } else {
+                0
+            };
+            let idle = quiet >= QUIET_POLLS && self.out.pending_bytes() > 0;
             let step = step.and_then(|shutdown| {
-                if self.out.pending_bytes() >= BATCH_BYTES || last_flush.elapsed() >= FLUSH_EVERY {
+                if idle
+                    || self.out.pending_bytes() >= BATCH_BYTES
+                    || last_flush.elapsed() >= FLUSH_EVERY
+                {
                     self.flush()?;
                     last_flush = Instant::now();
                 }
@@ -154,8 +189,13 @@ impl Writer {
             match step {
                 Ok(None) => {}
                 Ok(Some((reason, ack))) => {
+                    let exec = matches!(reason, EndReason::Exec);
                     self.close(reason);
                     let _ = ack.try_send(());
+                    if exec && self.resume_after_failed_exec() {
+                        last_flush = Instant::now();
+                        continue;
+                    }
                     return;
                 }
                 Err(e) => {
@@ -164,7 +204,7 @@ impl Writer {
                 }
             }
             if taken < DRAIN {
-                std::thread::sleep(nap);
+                crate::sys::doorbell::nap(bell, nap);
             }
         }
     }

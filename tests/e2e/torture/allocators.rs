@@ -136,3 +136,52 @@ fn jemalloc_preloaded_before_the_shim() {
 fn tcmalloc_preloaded_before_the_shim() {
     preloaded_before("tcmalloc", "libtcmalloc.so.4", "libgoogle-perftools-dev");
 }
+
+/// An executable that takes `malloc`'s and `free`'s addresses defines both in its dynamic symbol
+/// table (canonical PLT entries that only jump on to the real definitions), as Ubuntu's python3.12
+/// does for `malloc`. It is not an allocator ahead of the shim: taking it for one made the shim call
+/// the executable's entry, which jumps back into the shim, and every such process crashed at its
+/// first allocation (found on the H200). Its heap must be traced, exactly.
+#[test]
+fn an_executable_exporting_malloc_from_its_plt_is_traced() {
+    let prog = program(
+        "plt_malloc.c",
+        "plt_malloc",
+        &["-g", "-O0", "-fno-pie", "-no-pie"],
+    );
+    let dynsyms = std::process::Command::new("readelf")
+        .args(["--dyn-syms", "-W"])
+        .arg(&prog)
+        .output()
+        .expect("readelf runs");
+    let dynsyms = String::from_utf8_lossy(&dynsyms.stdout);
+    for name in ["malloc", "free"] {
+        let exported = dynsyms.lines().any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() >= 8
+                && f[7].split('@').next() == Some(name)
+                && f[6] == "UND"
+                && u64::from_str_radix(f[1], 16).is_ok_and(|v| v != 0)
+        });
+        assert!(
+            exported,
+            "the executable defines {name} (a canonical PLT entry, undefined with an address):\n{dynsyms}"
+        );
+    }
+    let case = Case::new("plt_malloc", &prog, &NO_ARGS);
+    let bare = case.all();
+    assert_eq!(bare.stdout_str(), "same 1\n");
+    case.assert_leaks(
+        "plt_malloc",
+        &["plt_leak", "direct_leak"],
+        &[("direct_leak", 99, 1), ("plt_leak", 4321, 1)],
+    );
+    for report in case.reports() {
+        let p = process_by_exe(&report, "plt_malloc");
+        assert!(
+            p["heap"]["allocations"].as_u64().is_some_and(|n| n >= 1002),
+            "the 1000 pairs are traced: {}",
+            dump(p)
+        );
+    }
+}

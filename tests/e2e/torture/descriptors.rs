@@ -18,19 +18,16 @@ fn close_all(how: &str) {
 }
 
 #[test]
-#[ignore = "issue 16: intermittent: a shim thread's transient open (topology's /sys/devices/system/node at start, the trace reopened by path) takes the lowest free descriptor while the program opens"]
 fn closes_every_descriptor_and_opens_its_own() {
     close_all("loop");
 }
 
 #[test]
-#[ignore = "issue 16: intermittent: a shim thread's transient open (topology's /sys/devices/system/node at start, the trace reopened by path) takes the lowest free descriptor while the program opens"]
 fn closefrom_and_opens_its_own() {
     close_all("closefrom");
 }
 
 #[test]
-#[ignore = "issue 16: intermittent: a shim thread's transient open (topology's /sys/devices/system/node at start, the trace reopened by path) takes the lowest free descriptor while the program opens"]
 fn close_range_syscall_and_opens_its_own() {
     close_all("close_range");
 }

@@ -135,9 +135,8 @@ fn exec_from_a_thread_while_others_allocate() {
     }
 }
 
-/// Failed execs leave the process running: it is traced on, to its normal end.
+/// Failed execs leave the process running: it is traced on, in one trace, to its normal end.
 #[test]
-#[ignore = "issue 16: a failed exec ends the trace as \"exec\" and the process goes on in a second trace: two processes, the first block in the one that never exec'd"]
 fn failed_execs_of_every_kind() {
     let case = Case::new("exec_fail", &c("exec_fail"), &[] as &[&str]);
     let bare = case.all();
@@ -147,8 +146,30 @@ fn failed_execs_of_every_kind() {
         &["before_exec", "after_exec"],
         &[("after_exec", 200, 1), ("before_exec", 100, 1)],
     );
-    for report in case.reports() {
-        let p = process_by_exe(&report, "exec_fail");
+    for (report, dir) in case
+        .reports()
+        .iter()
+        .zip([case.run_traces(), case.preload_traces()])
+    {
+        assert_eq!(
+            processes_by_exe(report, "exec_fail").len(),
+            1,
+            "one process, one trace: {}",
+            summary(report)
+        );
+        let files = std::fs::read_dir(&dir).expect("traces").count();
+        assert_eq!(files, 1, "one trace file in {}", dir.display());
+        let p = process_by_exe(report, "exec_fail");
         assert_eq!(p["end"], "exit", "{}", dump(p));
+        assert_eq!(p["truncated"], false, "{}", dump(p));
+        assert!(
+            !p["notes"].to_string().contains("missing"),
+            "no frame is missing: {}",
+            p["notes"]
+        );
+        assert_eq!(
+            p["heap"]["allocations"].as_u64().map(|n| n >= 10002),
+            Some(true)
+        );
     }
 }

@@ -37,3 +37,28 @@ fn quick_exit_with_handlers_that_allocate() {
         );
     }
 }
+
+/// SIGKILL runs nothing of the shim's: what survives is what the writer had put on disk. It does so
+/// as soon as its queue goes quiet, so a burst followed by an 80 ms pause is all there; before, the
+/// last 100 ms frame was lost whole (all 3000 blocks, with any pause under about 100 ms).
+#[test]
+fn sigkill_after_a_burst_and_a_pause_loses_nothing_of_the_burst() {
+    let case = Case::new("kill_burst", &c("kill_burst"), &NO_ARGS);
+    let bare = case.all();
+    assert_eq!(bare.stdout_str(), "burst done\n");
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&bare.status),
+        Some(9)
+    );
+    for report in case.reports() {
+        let p = process_by_exe(&report, "kill_burst");
+        assert_eq!(p["truncated"], true, "SIGKILL leaves no end: {}", dump(p));
+        assert_eq!(
+            leaks_by_function(p, &["burst_leak"]),
+            expected(&[("burst_leak", 300000, 3000)]),
+            "{}\nnotes: {}",
+            dump(p),
+            p["notes"]
+        );
+    }
+}

@@ -130,7 +130,6 @@ fn stack_overflow(args: &[&str], status: Option<i32>, end: &str) {
 }
 
 #[test]
-#[ignore = "issue 16: a stack overflow on a thread other than main loses the trace (truncated): that thread's crash handler has no alternate stack"]
 fn stack_overflow_with_allocating_frames() {
     stack_overflow(&[], None, "signal");
 }

@@ -7,7 +7,6 @@ use crate::report::*;
 const NO_ARGS: [&str; 0] = [];
 
 #[test]
-#[ignore = "issue 16: regressed on main 0f401e7: fopen fails with RLIMIT_NOFILE 4 (the sampler's persistent /proc descriptors take the program's only free one)"]
 fn nofile_limit_of_four_set_by_the_program() {
     let case = Case::new("nofile_self", &c("nofile"), &["self"]);
     let bare = case.all();
@@ -16,7 +15,6 @@ fn nofile_limit_of_four_set_by_the_program() {
 }
 
 #[test]
-#[ignore = "issue 16: regressed on main 0f401e7: fopen fails with RLIMIT_NOFILE 4 (the sampler's persistent /proc descriptors take the program's only free one)"]
 fn nofile_limit_of_four_set_before_exec() {
     let prog = c("nofile");
     let args = ["--nofile=4:4", "--", prog.to_str().expect("utf-8 path")];
@@ -27,7 +25,6 @@ fn nofile_limit_of_four_set_before_exec() {
 }
 
 #[test]
-#[ignore = "issue 16: the shim takes about 64 MiB of the address space the program limited itself to (446 of 512 MiB left)"]
 fn address_space_limit_and_malloc_returning_null() {
     let case = Case::new("rlimit_as", &c("rlimit_as"), &NO_ARGS);
     let bare = case.all();
@@ -41,6 +38,35 @@ fn address_space_limit_and_malloc_returning_null() {
             dump(p),
             p["notes"]
         );
+    }
+}
+
+/// The program fills its address space to the last byte with small blocks, so the shim's own heap
+/// runs dry as well: the program must run on exactly as bare (no "memory allocation failed" abort),
+/// and the trace must either hold everything or end with the shim's note at the point it stopped.
+#[test]
+fn address_space_filled_to_the_last_byte_stops_tracing_not_the_program() {
+    let case = Case::new("rlimit_as_full", &c("rlimit_as_full"), &NO_ARGS);
+    let bare = case.all();
+    assert_eq!(bare.stdout_str(), "null handled\nagain ok\n24 MiB yes\n");
+    for report in case.reports() {
+        let p = process_by_exe(&report, "rlimit_as_full");
+        let notes = p["notes"].to_string();
+        if p["end"] == "failure" {
+            assert!(
+                notes.contains("could not map memory for its own use"),
+                "a trace stopped for memory says so: {notes}"
+            );
+            assert_eq!(p["truncated"], false, "{}", dump(p));
+        } else {
+            assert_eq!(p["end"], "exit", "{}\nnotes: {notes}", dump(p));
+            assert_eq!(
+                leaks_by_function(p, &["full_leak"]),
+                expected(&[("full_leak", 64, 1)]),
+                "{}",
+                dump(p)
+            );
+        }
     }
 }
 

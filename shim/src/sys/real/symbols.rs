@@ -251,7 +251,13 @@ fn resolve_slow() -> bool {
                 } else {
                     libc::RTLD_NEXT
                 };
-                let p = dlsym(handle, sym.name);
+                let mut p = dlsym(handle, sym.name);
+                if handle == libc::RTLD_DEFAULT
+                    && same_object(p as usize, resolve_slow as fn() -> bool as usize)
+                {
+                    // The allocator ahead lacks this one (malloc_usable_size): glibc's serves.
+                    p = std::ptr::null_mut();
+                }
                 sym.addr.store(p as usize, Ordering::Relaxed);
             }
             RESOLVER.store(0, Ordering::Release);

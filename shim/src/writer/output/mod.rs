@@ -36,7 +36,19 @@ pub struct TraceFile {
     /// Frames that could not be written yet, oldest first, and their bytes.
     pending: std::collections::VecDeque<Vec<u8>>,
     pending_bytes: usize,
+    /// Whether descriptors may be kept (the soft `RLIMIT_NOFILE` is not tight).
+    spare: bool,
+    /// Set for the last writes at the end, which wait for nothing.
+    at_end: bool,
+    /// The held descriptor was opened again by path after the program had closed the first: the
+    /// path is checked before each frame, as each reopening checked it.
+    reclaimed: bool,
 }
+
+/// Under a tight `RLIMIT_NOFILE` (no descriptor kept, each write opens the file for a moment), frames
+/// wait in memory until this many bytes are waiting, or the end: every open might take the one
+/// number the program was about to get.
+const TIGHT_BATCH: usize = 4 << 20;
 
 /// Below this soft `RLIMIT_NOFILE` the trace keeps no descriptor open.
 const MIN_NOFILE: u64 = 64;
@@ -46,6 +58,10 @@ const MAX_PENDING: usize = 64 << 20;
 
 /// Disk space kept allocated beyond the end of the file, for the last frames.
 const RESERVE: i64 = 1 << 20;
+
+fn replaced() -> io::Error {
+    io::Error::other("the trace file was replaced by another file; nothing more is written")
+}
 
 /// Whether a write error may pass: the frame waits instead of ending the trace.
 fn may_pass(e: &io::Error) -> bool {
@@ -76,6 +92,9 @@ impl TraceFile {
             len: 0,
             pending: Default::default(),
             pending_bytes: 0,
+            spare,
+            at_end: false,
+            reclaimed: false,
         })
     }
 
@@ -92,6 +111,9 @@ impl TraceFile {
             if crate::sys::owned_fds::holds(raw, crate::sys::owned_fds::Owner::Trace)
                 && self.is_ours(raw)
             {
+                if self.reclaimed && sys::path_id(&self.path) != Some((self.dev, self.ino)) {
+                    return Err(replaced());
+                }
                 return self.write_whole(raw, buf, true);
             }
             // Released by the program: the number is not ours to close any more.
@@ -99,21 +121,44 @@ impl TraceFile {
                 std::mem::forget(fd);
             }
         }
-        let file = File::from(sys::open_append(&self.path)?);
+        if !self.spare && !self.at_end && self.pending_bytes + buf.len() < TIGHT_BATCH {
+            // Not now (see `TIGHT_BATCH`): the frame waits.
+            return Err(io::Error::from_raw_os_error(libc::EMFILE));
+        }
+        let spare = self.spare;
+        let reopen = || -> io::Result<OwnedFd> {
+            let fd = sys::open_append(&self.path)?;
+            // Kept again, high, so that no later frame opens anything.
+            Ok(if spare { sys::move_high(fd) } else { fd })
+        };
+        // Not for a moment after the program took the trace's descriptor back (it is opening its
+        // own files, see `owned_fds::probe`), except at the end: the frame waits.
+        let fd = match crate::sys::owned_fds::probe(reopen) {
+            Some(fd) => fd?,
+            None if self.at_end => reopen()?,
+            None => return Err(io::Error::from_raw_os_error(libc::EMFILE)),
+        };
+        let file = File::from(fd);
         match file.metadata() {
             Ok(m) if m.dev() == self.dev && m.ino() == self.ino && m.len() == self.len => {}
-            _ => {
-                return Err(io::Error::other(
-                    "the trace file was replaced by another file; nothing more is written",
-                ))
+            _ => return Err(replaced()),
+        }
+        if self.spare {
+            let fd = OwnedFd::from(file);
+            if crate::sys::owned_fds::claim(fd.as_raw_fd(), crate::sys::owned_fds::Owner::Trace) {
+                let raw = fd.as_raw_fd();
+                self.held = Some(fd);
+                self.reclaimed = true;
+                return self.write_whole(raw, buf, true);
             }
+            return self.write_whole(fd.as_raw_fd(), buf, false);
         }
         self.write_whole(file.as_raw_fd(), buf, false)
     }
 
     fn write_whole(&mut self, fd: i32, buf: &[u8], held: bool) -> io::Result<()> {
         if let Err(e) = sys::write_all(fd, buf) {
-            sys::truncate(fd, self.len);
+            let _ = sys::truncate(fd, self.len);
             if held {
                 // Cutting the frame off freed its blocks, and the reserve beyond them: take it back.
                 sys::reserve_beyond_end(fd, self.len as i64, RESERVE);
@@ -187,11 +232,65 @@ impl Write for TraceFile {
     }
 }
 
+/// Where a trace file's frames end: on disk, and counting the frames still waiting in memory.
+#[derive(Clone, Copy)]
+pub struct FileMark {
+    len: u64,
+    waiting: usize,
+}
+
 impl TraceFile {
+    /// The end of what was written or is waiting to be, for [`TraceFile::cut_back`].
+    pub fn mark(&self) -> FileMark {
+        FileMark {
+            len: self.len,
+            waiting: self.pending.len(),
+        }
+    }
+
+    /// Cuts off every frame after `mark` (frames still waiting are dropped, frames on disk are
+    /// truncated away), so that writing goes on from there.
+    pub fn cut_back(&mut self, mark: FileMark) -> io::Result<()> {
+        while self.pending.len() > mark.waiting {
+            if let Some(f) = self.pending.pop_back() {
+                self.pending_bytes -= f.len();
+            }
+        }
+        if self.len == mark.len {
+            return Ok(());
+        }
+        match &self.held {
+            Some(fd)
+                if crate::sys::owned_fds::holds(
+                    fd.as_raw_fd(),
+                    crate::sys::owned_fds::Owner::Trace,
+                ) =>
+            {
+                sys::truncate(fd.as_raw_fd(), mark.len)?;
+                sys::reserve_beyond_end(fd.as_raw_fd(), mark.len as i64, RESERVE);
+            }
+            _ => {
+                let file = File::from(sys::open_append(&self.path)?);
+                match file.metadata() {
+                    Ok(m) if m.dev() == self.dev && m.ino() == self.ino && m.len() == self.len => {}
+                    _ => {
+                        return Err(io::Error::other(
+                            "the trace file was replaced by another file",
+                        ))
+                    }
+                }
+                sys::truncate(file.as_raw_fd(), mark.len)?
+            }
+        }
+        self.len = mark.len;
+        Ok(())
+    }
+
     /// The last chance for what waited, once the end is written: the program is ending, and a
     /// descriptor or a file size above its soft limits may be had for a moment. Returns the bytes
     /// that still could not be written, and why.
     pub fn finish_pending(&mut self) -> Option<(usize, io::Error)> {
+        self.at_end = true;
         if self.pending.is_empty() {
             return None;
         }
@@ -208,7 +307,9 @@ impl Drop for TraceFile {
             ));
         }
         if let Some(fd) = self.held.take() {
-            if !crate::sys::owned_fds::holds(fd.as_raw_fd(), crate::sys::owned_fds::Owner::Trace) {
+            if crate::sys::owned_fds::holds(fd.as_raw_fd(), crate::sys::owned_fds::Owner::Trace) {
+                crate::sys::owned_fds::disown(fd.as_raw_fd(), crate::sys::owned_fds::Owner::Trace);
+            } else {
                 // The program took the number back: closing it would close the program's file.
                 std::mem::forget(fd);
             }
@@ -289,78 +390,4 @@ pub fn file_stem(exe: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
-
-    #[test]
-    fn stems() {
-        assert_eq!(file_stem("/usr/bin/python3.12"), "python3.12");
-        assert_eq!(file_stem("/x/we ird$name"), "we_ird_name");
-        assert_eq!(file_stem(""), "process");
-    }
-
-    #[test]
-    fn creates_0600_and_never_follows_a_planted_symlink() {
-        let dir = std::env::temp_dir().join(format!("memshim-output-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let victim = dir.join("victim");
-        std::fs::write(&victim, b"keep").unwrap();
-        std::os::unix::fs::symlink(&victim, dir.join("prog.7.mshim")).unwrap();
-        let (mut f, path) = create(dir.to_str().unwrap(), "/bin/prog", 7, None).unwrap();
-        f.write_all(b"x").unwrap();
-        assert_eq!(path, dir.join("prog.7.1.mshim"));
-        let (_, ranked) = create(
-            dir.to_str().unwrap(),
-            "/bin/prog",
-            7,
-            Some(("gpu3.site", 5)),
-        )
-        .unwrap();
-        assert_eq!(ranked, dir.join("prog.gpu3.rank5.7.mshim"));
-        let meta = std::fs::symlink_metadata(&path).unwrap();
-        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
-        assert!(meta.file_type().is_file());
-        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
-        assert_eq!(meta.nlink(), 1);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-}
-
-#[cfg(test)]
-mod reuse_tests {
-    use super::*;
-
-    #[test]
-    fn the_trace_stays_out_of_the_programs_descriptors_and_files() {
-        let dir = std::env::temp_dir().join(format!("memshim-reuse-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let (mut f, path) = create(dir.to_str().unwrap(), "/bin/prog", 8, None).unwrap();
-        // The trace's descriptor sits high, out of the range the program's opens take (the other
-        // tests of this process open files meanwhile, so the lowest free number says nothing here).
-        let held = f.held.as_ref().unwrap().as_raw_fd();
-        assert!(held >= sys::high_floor(), "{held}");
-        f.write_all(b"frame1").unwrap();
-        // The program closes the trace's descriptor (as a daemon closing everything would).
-        crate::sys::owned_fds::released(held, held);
-        f.write_all(b"frame2").unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"frame1frame2");
-        // The file is replaced (removed, and a file of the program's takes its name, often with the
-        // inode number just freed).
-        std::fs::remove_file(&path).unwrap();
-        std::fs::write(&path, b"log\n").unwrap();
-        let err = f.write_all(b"frame3").unwrap_err();
-        assert!(err.to_string().contains("replaced"), "{err}");
-        assert_eq!(std::fs::read(&path).unwrap(), b"log\n");
-        // A symlink planted at the path is never followed.
-        std::fs::remove_file(&path).unwrap();
-        let victim = dir.join("victim");
-        std::fs::write(&victim, b"keep").unwrap();
-        std::os::unix::fs::symlink(&victim, &path).unwrap();
-        assert!(f.write_all(b"frame4").is_err());
-        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-}
+mod tests;
