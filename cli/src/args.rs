@@ -97,6 +97,13 @@ pub enum Command {
         /// Only these processes (repeat for several).
         #[arg(long = "pid")]
         pids: Vec<u32>,
+        /// Only processes of this program (repeat for several): its file name (`python3`), its
+        /// command as the overview names it (`git pack-objects`), or its script's file name.
+        #[arg(long = "program", value_name = "NAME")]
+        programs: Vec<String>,
+        /// Leave out processes of this program (repeat for several), named as for --program.
+        #[arg(long = "exclude", value_name = "NAME")]
+        excludes: Vec<String>,
         /// Leave out sites holding fewer bytes than this (like 4096, 64K or 1.5MiB).
         #[arg(long, default_value = "0", value_parser = crate::byte_size::parse)]
         min_bytes: u64,

@@ -14,6 +14,7 @@ pub mod elf_kind;
 pub mod export;
 pub mod fuzz_entry;
 pub mod gate;
+pub mod launcher;
 pub mod live_writer;
 pub mod progress;
 pub mod render;

@@ -46,6 +46,8 @@ fn main() -> ExitCode {
             output,
             redact,
             pids,
+            programs,
+            excludes,
             min_bytes,
             since,
             until,
@@ -58,7 +60,12 @@ fn main() -> ExitCode {
                 format,
                 top,
                 redact,
-                filter: report::filter::Filter { pids, min_bytes },
+                filter: report::filter::Filter {
+                    pids,
+                    programs,
+                    excludes,
+                    min_bytes,
+                },
                 window: replay::Window {
                     since_s: since,
                     until_s: until,

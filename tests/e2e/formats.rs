@@ -25,7 +25,8 @@ fn markdown_has_tables_of_the_leak_sites_and_folds_the_rest() {
     memshim_run_ok(&dir, &prog, &["an-argument"]);
     let md = report(&dir, &["--format", "markdown", "--top", "3"], &dir.root);
     assert!(md.starts_with("# memshim report\n"), "{md}");
-    assert!(md.contains("| `leaky` |"), "{md}");
+    // The overview names the process by its command: the program and its first argument.
+    assert!(md.contains("| `leaky an-argument` |"), "{md}");
     assert!(md.contains("### Host heap"), "{md}");
     // Top 3 in the table, the rest folded; each site ends at main.
     assert!(

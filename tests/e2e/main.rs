@@ -12,6 +12,7 @@ mod cuda;
 mod cuda_timing;
 mod cupti;
 mod exports;
+mod first_screen;
 mod formats;
 mod frames;
 mod gate;

@@ -16,6 +16,7 @@ pub mod mmap;
 pub mod neighbours;
 pub mod numa;
 pub mod prefetch;
+pub mod program_peak;
 pub mod python_sites;
 pub mod timeline;
 pub mod torch;

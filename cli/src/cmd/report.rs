@@ -61,7 +61,26 @@ pub fn run(paths: &[PathBuf], view: &View, output: Option<&Path>) -> Result<u8> 
                 .join(", ")
         );
     }
+    let commands: Vec<String> = model.processes.iter().map(|p| p.command.clone()).collect();
     report::filter::apply(&mut model, &view.filter);
+    let by_name = !view.filter.programs.is_empty() || !view.filter.excludes.is_empty();
+    if by_name && model.processes.is_empty() {
+        let mut names: Vec<String> = Vec::new();
+        for c in commands {
+            if !names.contains(&c) {
+                names.push(c);
+            }
+        }
+        let more = names.len().saturating_sub(20);
+        names.truncate(20);
+        if more > 0 {
+            names.push(format!("{more} more"));
+        }
+        anyhow::bail!(
+            "--program/--exclude left no process: the traces here are of {} (name one by its command, its program's file name or its script's)",
+            names.join(", ")
+        );
+    }
     if view.redact {
         let r = report::redact::Redactions::from_env(&model);
         report::redact::redact(&mut model, &r);
@@ -90,12 +109,24 @@ pub fn run(paths: &[PathBuf], view: &View, output: Option<&Path>) -> Result<u8> 
                     stdout.is_terminal(),
                     std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
                 );
+            // On a terminal, the text report is wrapped to its width.
+            let width = (format == Format::Text && stdout.is_terminal())
+                .then(|| console::Term::stdout().size_checked())
+                .flatten()
+                .map(|(_, cols)| usize::from(cols))
+                .filter(|&c| c >= 40);
             let mut w = BufWriter::new(stdout.lock());
-            let written = if colour {
+            let written = if colour || width.is_some() {
                 let mut plain = Vec::new();
                 renderer.render(&model, &mut plain).and_then(|()| {
-                    let text = String::from_utf8_lossy(&plain);
-                    w.write_all(crate::render::colour::paint(&text).as_bytes())
+                    let mut text = String::from_utf8_lossy(&plain).into_owned();
+                    if let Some(width) = width {
+                        text = crate::render::wrap::wrap(&text, width);
+                    }
+                    if colour {
+                        text = crate::render::colour::paint(&text);
+                    }
+                    w.write_all(text.as_bytes())
                 })
             } else {
                 renderer.render(&model, &mut w)

@@ -74,6 +74,7 @@ pub fn run(
         cmd.env("MEMSHIM_SAMPLE_BYTES", bytes.to_string());
     }
     let linking = elf_kind::resolve(program).map_or(Linking::Unknown, |p| elf_kind::linking(&p));
+    let launcher_shell = elf_kind::resolve(program).and_then(|p| crate::launcher::shell_of(&p));
     if linking == Linking::Static {
         eprintln!(
             "memshim: {program} is a static executable (it has no ELF interpreter), so the shim cannot be loaded into it and it cannot be traced; running it untraced"
@@ -90,7 +91,8 @@ pub fn run(
             return Err(e).with_context(|| format!("cannot run {program}"));
         }
     };
-    let forwarder = signals::Forwarder::start(child.id());
+    let root_pid = child.id();
+    let forwarder = signals::Forwarder::start(root_pid);
     let exited = signals::wait_exited(child.id());
     forwarder.stop();
     let status = exited
@@ -133,6 +135,13 @@ pub fn run(
             "the shim was not loaded: the program may clear LD_PRELOAD, be setuid or setgid (the loader then ignores LD_PRELOAD), or be a static executable started by a script"
         };
         eprintln!("memshim: warning: {program} wrote no trace: {why}");
+    }
+    if let (Some(shell), false, true) = (&launcher_shell, quiet, found.len() > 1) {
+        let real = crate::launcher::final_program(&found, root_pid);
+        eprintln!(
+            "{}",
+            crate::launcher::advice(program, shell, found.len(), real.as_deref(), &command[1..])
+        );
     }
     for trace in empty.into_iter().filter(|_| !quiet) {
         eprintln!(

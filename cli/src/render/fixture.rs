@@ -93,6 +93,11 @@ fn process(pid: u32, argv: &[&str]) -> Process {
         rank: None,
         role: "main".into(),
         notes: Vec::new(),
+        command: crate::report::command::name(
+            "/app/train",
+            &argv.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        ),
+        program_memory: ProgramMemory::default(),
         heap: heap(1 << 20),
         leaks: Leaks {
             host: LeakClass::default(),
@@ -254,6 +259,9 @@ pub fn report() -> Report {
             kind: "out_of_memory",
             text: "1 device allocation failed with out-of-memory; retried after freeing 32.0 MiB"
                 .into(),
+            bytes: Some(32 << 20),
+            site: Some("alloc_activations (model.cu:9)".into()),
+            ..Default::default()
         }],
         ..DeviceSection::default()
     };
@@ -283,7 +291,45 @@ pub fn report() -> Report {
             frame("main", "train.c", 30),
         ],
     }];
+    main.growth.released = vec![ReleasedSite {
+        memory: "host",
+        from_bytes: 1 << 20,
+        from_time_s: 0.5,
+        peak_bytes: 40 << 20,
+        peak_time_s: 1.0,
+        released_time_s: 1.25,
+        live_bytes: 0,
+        frames: vec![py("grow", 5, false), py("<module>", 11, false)],
+    }];
+    main.program_memory = ProgramMemory {
+        bytes: (44 << 20) + (96 << 20),
+        host_bytes: 44 << 20,
+        heap_bytes: 41 << 20,
+        mapped_bytes: 3 << 20,
+        host_time_s: 1.0,
+        device_bytes: 96 << 20,
+        device_time_s: 1.5,
+        rss_peak_bytes: Some(900 << 20),
+    };
+    main.heap.peak_sites = vec![site(
+        40 << 20,
+        40,
+        vec![
+            frame("PyByteArray_Resize", "bytearrayobject.c", 233),
+            py("grow", 5, false),
+            py("<module>", 11, false),
+        ],
+    )];
+    let one_node = || {
+        Finding {
+        kind: "one_node",
+        text: "this machine has one NUMA node (2 CPUs): all memory is local to every CPU, so there is no misplacement to report".into(),
+        ..Default::default()
+    }
+    };
+    main.numa.findings.push(one_node());
     let mut child = process(101, &["./train", "--worker"]);
+    child.numa.findings.push(one_node());
     child.ppid = 100;
     child.forked = true;
     child.role = "fork child".into();
@@ -296,13 +342,18 @@ pub fn report() -> Report {
         1,
         vec![frame("worker_loop", "worker.c", 8)],
     )]);
-    Report {
+    let mut report = Report {
         schema: SCHEMA,
         processes: vec![main, child],
+        verdict: Vec::new(),
+        notes: Vec::new(),
+        totals: Totals::default(),
         ranks: None,
         unreadable: vec![crate::report::model::Unreadable {
             trace: "traces/worker.4243.mshim".into(),
             why: "the trace is empty (0 bytes); the process may have been killed before the shim wrote its header".into(),
         }],
-    }
+    };
+    crate::report::verdict::fill(&mut report);
+    report
 }

@@ -4,7 +4,7 @@
 //! whole within `BUDGET` (fewer sites, then a cut at a process boundary, when it would be longer).
 use std::io::{self, Write};
 
-use super::markdown_cells::{escape, site_cell};
+use super::markdown_cells::{escape, escape_text, site_cell};
 use super::{python_line, rank_cells, Render, RANK_COLUMNS};
 use crate::report::model::{LeakClass, Process, Report, Site};
 use crate::units::human_bytes;
@@ -111,16 +111,17 @@ impl Markdown {
 
     fn render_all(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "# memshim report\n")?;
+        super::markdown_first::verdict(report, out)?;
         writeln!(
             out,
-            "| process | pid | role | duration | end | peak heap | leaked heap | peak device | leaked device |"
+            "| process | pid | role | duration | end | peak memory | peak heap | leaked heap | peak device | leaked device |"
         )?;
-        writeln!(out, "|---|---|---|---|---|---|---|---|---|")?;
+        writeln!(out, "|---|---|---|---|---|---|---|---|---|---|")?;
         for p in &report.processes {
             writeln!(
                 out,
-                "| `{}` | {} | {} | {:.3} s | {} | {} | {} | {} | {} |",
-                exe_name(p),
+                "| `{}` | {} | {} | {:.3} s | {} | {} | {} | {} | {} | {} |",
+                escape(&p.command),
                 p.pid,
                 p.role,
                 p.duration_s,
@@ -129,6 +130,7 @@ impl Markdown {
                 } else {
                     "**truncated**"
                 }),
+                human_bytes(p.program_memory.bytes),
                 human_bytes(p.heap.peak_bytes),
                 human_bytes(p.leaks.host.program_bytes()),
                 human_bytes(p.device.peak_bytes),
@@ -144,19 +146,24 @@ impl Markdown {
                 writeln!(out, "| {} |", cells.join(" | "))?;
             }
             for f in &r.findings {
-                writeln!(out, "\n- {}", f.text)?;
+                writeln!(out, "\n- {}", escape_text(&f.text))?;
             }
         }
         if !report.unreadable.is_empty() {
             writeln!(out, "\n**Traces not read**\n")?;
             for u in &report.unreadable {
                 let trace = escape(&super::one_line(&u.trace));
-                writeln!(out, "- `{trace}`: {}", escape(&super::one_line(&u.why)))?;
+                writeln!(
+                    out,
+                    "- `{trace}`: {}",
+                    escape_text(&super::one_line(&u.why))
+                )?;
             }
         }
         for p in &report.processes {
             self.process(p, out)?;
         }
+        super::markdown_first::notes(report, out)?;
         writeln!(out, "\n<sub>memshim report, schema {}</sub>", report.schema)
     }
 }
@@ -190,6 +197,8 @@ impl Markdown {
             facts.push(line);
         }
         writeln!(out, "{}.\n", facts.join(", "))?;
+        super::markdown_first::peak(p, out)?;
+        super::markdown_first::growth(p, self.top, out)?;
         let findings: Vec<&str> = p
             .device
             .findings
@@ -199,14 +208,15 @@ impl Markdown {
             .chain(&p.fragmentation.findings)
             .chain(&p.counters.findings)
             .chain(&p.numa.findings)
-            // What the machine could not measure, or a one-node machine, is context, not a finding.
-            .filter(|f| !matches!(f.kind, "counters_unavailable" | "one_node" | "numa_nodes"))
+            // What the machine could not measure, or a one-node machine, is context, not a finding:
+            // said once, at the end of the report.
+            .filter(|f| f.severity != "info")
             .map(|f| f.text.as_str())
             .collect();
         if !findings.is_empty() {
             writeln!(out, "**Findings**\n")?;
             for f in findings {
-                writeln!(out, "- {}", first_sentence(f))?;
+                writeln!(out, "- {}", escape_text(f))?;
             }
             writeln!(out)?;
         }
@@ -267,36 +277,11 @@ impl Markdown {
             }
             writeln!(out)?;
         }
-        for (what, list) in [
-            ("host heap", &p.growth.host),
-            ("device memory", &p.growth.device),
-        ] {
-            if list.is_empty() {
-                continue;
-            }
-            writeln!(out, "### Growing {what}\n")?;
-            writeln!(out, "| from | to | rate | held at end | site |")?;
-            writeln!(out, "|---|---|---|---|---|")?;
-            for g in list.iter().take(self.top) {
-                writeln!(
-                    out,
-                    "| {} at {:.2} s | {} at {:.2} s | {}/s | {} | {} |",
-                    human_bytes(g.from_bytes),
-                    g.from_time_s,
-                    human_bytes(g.to_bytes),
-                    g.to_time_s,
-                    human_bytes(g.rate_bytes_per_s as u64),
-                    human_bytes(g.live_bytes),
-                    site_cell(&g.frames)
-                )?;
-            }
-            writeln!(out)?;
-        }
         self.system(p, out)?;
         if !p.notes.is_empty() {
             writeln!(out, "<details><summary>Notes</summary>\n")?;
             for n in &p.notes {
-                writeln!(out, "- {n}")?;
+                writeln!(out, "- {}", escape_text(n))?;
             }
             writeln!(out, "\n</details>")?;
         }
@@ -373,15 +358,6 @@ impl Markdown {
         }
         Ok(())
     }
-}
-
-fn exe_name(p: &Process) -> String {
-    escape(p.exe.rsplit('/').next().unwrap_or(&p.exe))
-}
-
-/// The first sentence of a finding (up to the first colon or semicolon), for the summary list.
-fn first_sentence(s: &str) -> &str {
-    s.split([';', ':']).next().unwrap_or(s).trim()
 }
 
 #[cfg(test)]

@@ -24,7 +24,9 @@ pub fn site_cell(frames: &[FrameOut]) -> String {
         .map(|f| {
             let func = escape(f.function.as_deref().unwrap_or("??"));
             match (file_name(f), f.line) {
-                (Some(file), Some(line)) => format!("`{func}` ({}:{line})", escape(file)),
+                (Some(file), Some(line)) => {
+                    format!("`{func}` ({}:{line})", escape_text(file).replace('`', "'"))
+                }
                 _ if f.function.is_none() => format!("`{}`", escape(&place(f))),
                 _ => format!("`{func}`"),
             }
@@ -53,7 +55,16 @@ pub fn site_cell(frames: &[FrameOut]) -> String {
     format!("{lent}{}{more}{calls}", parts.join(" ← "))
 }
 
-/// Keeps a table cell a single cell.
+/// Keeps a table cell a single cell (for text inside a code span too, where `<` is itself).
 pub fn escape(s: &str) -> String {
     s.replace('|', "\\|").replace('`', "'")
+}
+
+/// Text outside code spans: `&`, `<` and `>` as entities, so `<frozen importlib._bootstrap>` is
+/// shown, not read as an HTML tag; `|` escaped, so a table cell stays one cell.
+pub fn escape_text(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('|', "\\|")
 }

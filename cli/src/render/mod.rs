@@ -4,10 +4,12 @@ pub mod html;
 pub mod json;
 pub mod markdown;
 mod markdown_cells;
+mod markdown_first;
 mod markdown_torch;
 pub mod numa_lines;
 mod set_apart;
 pub mod text;
+pub mod wrap;
 
 use std::io::{self, Write};
 

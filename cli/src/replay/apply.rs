@@ -49,6 +49,8 @@ pub(super) fn apply(r: &mut Replayed, ev: Event) {
     match ev.record {
         Record::Alloc(a) => {
             r.heap.alloc(ev.t, ev.tid, a.addr, a.size, a.stack);
+            r.program_peak
+                .observe(ev.t, r.heap.live_bytes, r.mmap.live_bytes);
             r.fragmentation.holes.alloc(a.addr);
             r.recent_allocs.push(a.addr, ev.t);
         }
@@ -60,7 +62,11 @@ pub(super) fn apply(r: &mut Replayed, ev: Event) {
             r.heap.realloc_failed(ev.tid, f.addr);
             r.fragmentation.holes.alloc(f.addr);
         }
-        Record::Map(m) => r.mmap.map(ev.tid, &m),
+        Record::Map(m) => {
+            r.mmap.map(ev.tid, &m);
+            r.program_peak
+                .observe(ev.t, r.heap.live_bytes, r.mmap.live_bytes);
+        }
         Record::Unmap(u) => r.mmap.unmap(ev.tid, &u),
         Record::Stack(s) => {
             r.stacks.insert(s.id, s.frames);

@@ -107,6 +107,7 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
         heap: Heap::default(),
         heap_totals: None,
         mmap: Mappings::default(),
+        program_peak: Default::default(),
         device: Device::default(),
         transfers: Transfers::default(),
         torch: Default::default(),

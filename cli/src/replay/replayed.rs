@@ -59,6 +59,8 @@ pub struct Replayed {
     pub heap_totals: Option<crate::analysis::heap_totals::Counted>,
     /// The mapping analysis.
     pub mmap: Mappings,
+    /// When heap and anonymous mappings together held the most.
+    pub program_peak: crate::analysis::program_peak::ProgramPeak,
     /// The CUDA memory analysis.
     pub device: Device,
     /// The copies.

@@ -3,7 +3,9 @@
 
 use memshim_trace::EndReason;
 
-use super::model::{HeapSummary, Leaks, Process, PythonOut, Report, Timeline, PEAK_SITES, SCHEMA};
+use super::model::{
+    HeapSummary, Leaks, Process, ProgramMemory, PythonOut, Report, Timeline, PEAK_SITES, SCHEMA,
+};
 use super::sites::leak_class;
 use crate::bench::ceilings::Ceilings;
 use crate::replay::Replayed;
@@ -17,12 +19,17 @@ pub fn report(mut traces: Vec<Replayed>, ceilings: &[Ceilings]) -> Report {
     for (p, t) in processes.iter_mut().zip(&traces) {
         p.role = super::ranks::role(p, &pids, super::ranks::is_dataloader_worker(t));
     }
-    Report {
+    let mut report = Report {
         schema: SCHEMA,
         ranks: super::ranks::section(&processes),
         processes,
         unreadable: Vec::new(),
-    }
+        verdict: Vec::new(),
+        notes: Vec::new(),
+        totals: Default::default(),
+    };
+    super::verdict::fill(&mut report);
+    report
 }
 
 fn process(t: &Replayed, ceilings: &[Ceilings]) -> Process {
@@ -102,11 +109,22 @@ fn process(t: &Replayed, ceilings: &[Ceilings]) -> Process {
         );
     }
     notes.extend(sym.problems());
-    Process {
+    let mut p = Process {
         pid: t.header.pid,
         ppid: t.header.ppid,
         exe: t.header.exe.clone(),
         argv: t.header.argv.clone(),
+        command: super::command::name(&t.header.exe, &t.header.argv),
+        program_memory: ProgramMemory {
+            bytes: t.program_peak.bytes + device_section.peak_bytes,
+            host_bytes: t.program_peak.bytes,
+            heap_bytes: t.program_peak.heap_bytes,
+            mapped_bytes: t.program_peak.mapped_bytes,
+            host_time_s: ns_to_s(t.program_peak.t),
+            device_bytes: device_section.peak_bytes,
+            device_time_s: device_section.peak_time_s,
+            rss_peak_bytes: None,
+        },
         hostname: t.header.hostname.clone(),
         trace: t.path.display().to_string(),
         start_unix_ns: t.header.start_unix_ns,
@@ -155,7 +173,20 @@ fn process(t: &Replayed, ceilings: &[Ceilings]) -> Process {
         numa: super::system::numa(t, &mut sym),
         counters: super::counters::counters(t),
         fragmentation: super::fragmentation::fragmentation(t),
+    };
+    if p.heap.totals_from != super::counted::FROM_EVENTS {
+        // Only sampled blocks were events: the heap's peak is the shim's counted one, and the
+        // mappings' own peak stands beside it (an upper bound of their sum at one moment).
+        let m = &mut p.program_memory;
+        m.heap_bytes = p.heap.peak_bytes;
+        m.mapped_bytes = t.mmap.peak_bytes;
+        m.host_bytes = m.heap_bytes + m.mapped_bytes;
+        m.host_time_s = p.heap.peak_time_s;
+        m.bytes = m.host_bytes + m.device_bytes;
     }
+    let rss = p.fragmentation.peak_rss_bytes;
+    p.program_memory.rss_peak_bytes = (rss > 0).then_some(rss);
+    p
 }
 
 /// A series with times in seconds since the process started.

@@ -32,7 +32,7 @@ pub fn counters(t: &Replayed) -> CountersSection {
                         "{:.0}% {what} miss rate ({m} of {r}): above 10%, memory access patterns are hurting; look for random access over large data and for data structures that could be packed or traversed in order",
                         rate * 100.0
                     ),
-                });
+                 ..Default::default() });
             }
         }
     }
@@ -48,6 +48,7 @@ pub fn counters(t: &Replayed) -> CountersSection {
                 "not measured on this machine: {} (see each counter's error)",
                 unavailable.join(", ")
             ),
+            ..Default::default()
         });
     }
     let start = t.header.clock_start_ns;

@@ -177,7 +177,7 @@ fn churn(s: &DeviceSection) -> Option<Finding> {
             "{} device allocations of {} different sizes with {} frees: allocations that keep changing size make a caching allocator split and fragment its blocks; fixed shapes (padding to a few sizes) or PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True help",
             s.allocations, s.distinct_sizes, s.frees
         ),
-    })
+     ..Default::default() })
 }
 
 fn findings(s: &DeviceSection, leaked: &LeakClass) -> Vec<Finding> {
@@ -192,6 +192,7 @@ fn findings(s: &DeviceSection, leaked: &LeakClass) -> Vec<Finding> {
                 crate::units::blocks(leaked.sites.len() as u64, "call site"),
                 human_bytes(leaked.sites.first().map_or(0, |x| x.bytes))
             ),
+            ..Default::default()
         });
     }
     let ooms: Vec<&FailureOut> = s
@@ -215,9 +216,13 @@ fn findings(s: &DeviceSection, leaked: &LeakClass) -> Vec<Finding> {
                 human_bytes(flushed)
             ));
         }
+        let largest = ooms.iter().max_by_key(|f| f.size);
         v.push(Finding {
             kind: "out_of_memory",
             text,
+            bytes: largest.map(|f| f.size),
+            site: largest.and_then(|f| super::site_label::label(&f.frames)),
+            ..Default::default()
         });
     }
     for d in &s.devices {
@@ -229,7 +234,7 @@ fn findings(s: &DeviceSection, leaked: &LeakClass) -> Vec<Finding> {
                     d.device,
                     human_bytes(extra)
                 ),
-            });
+             ..Default::default() });
         }
         if let Some(total) = d.total_bytes {
             let frac = d.peak_bytes as f64 / total as f64;
@@ -243,6 +248,8 @@ fn findings(s: &DeviceSection, leaked: &LeakClass) -> Vec<Finding> {
                         human_bytes(total),
                         frac * 100.0
                     ),
+                    bytes: Some(d.peak_bytes),
+                    ..Default::default()
                 });
             }
         }

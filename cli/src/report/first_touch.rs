@@ -81,7 +81,7 @@ pub fn findings(placements: &[PlacementOut], calls: &[NumaCallOut]) -> Vec<Findi
                 touched.len(),
                 human_bytes(touched.iter().map(|p| p.bytes).sum()),
             ),
-        });
+         ..Default::default() });
     }
     let placed = of("placement_call");
     if let Some(top) = placed.first() {
@@ -108,7 +108,7 @@ pub fn findings(placements: &[PlacementOut], calls: &[NumaCallOut]) -> Vec<Findi
                 placed.len(),
                 human_bytes(placed.iter().map(|p| p.bytes).sum()),
             ),
-        });
+         ..Default::default() });
     }
     out
 }

@@ -46,7 +46,8 @@ pub fn fragmentation(t: &Replayed) -> FragmentationSection {
                 human_bytes(held),
                 ratio * 100.0
             ),
-        });
+            bytes: Some(held),
+         ..Default::default() });
     }
     FragmentationSection {
         samples: f.samples,

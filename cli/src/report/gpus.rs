@@ -63,7 +63,7 @@ pub fn findings(gpus: &[GpuOut], accounted_peak: u64) -> Vec<Finding> {
             human_bytes(accounted_peak),
             human_bytes(counted - accounted_peak)
         ),
-    });
+     ..Default::default() });
     out
 }
 
@@ -82,7 +82,7 @@ fn bound(g: &GpuOut) -> Option<Finding> {
                 human_bytes(g.peak_used_bytes),
                 human_bytes(g.total_bytes)
             ),
-        });
+         ..Default::default() });
     }
     let gpu = g.mean_gpu_util?;
     if gpu < 30.0 {
@@ -92,7 +92,7 @@ fn bound(g: &GpuOut) -> Option<Finding> {
                 "GPU {} ran kernels only {gpu:.0}% of the time (NVML): the job waits on something else, most often data loading, host-side work or copies from pageable memory (see the transfers above)",
                 g.index
             ),
-        });
+         ..Default::default() });
     }
     let memory = g.busy_memory_util?;
     (memory >= 80.0).then(|| Finding {
@@ -101,7 +101,7 @@ fn bound(g: &GpuOut) -> Option<Finding> {
             "GPU {}'s memory was busy {memory:.0}% of the time while kernels ran (NVML): the kernels are likely memory-bandwidth bound; fuse operations, use lower precision or larger tiles (NVML cannot see SM activity: confirm with Nsight Compute)",
             g.index
         ),
-    })
+     ..Default::default() })
 }
 
 /// PCIe throughput per GPU over time, for the bandwidth timeline.

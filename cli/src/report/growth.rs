@@ -52,7 +52,8 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
                     human_bytes(top.rate as u64),
                     human_bytes(top.live_end)
                 ),
-            });
+                bytes: Some(top.to.1),
+             ..Default::default() });
         }
     }
     let secs = |ns: u64| ns.saturating_sub(start) as f64 / 1e9;
@@ -75,7 +76,9 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
                     secs(r.peak.0),
                     secs(r.released_t)
                 ),
-            });
+                bytes: Some(r.peak.1),
+                site: super::site_label::label(&frames),
+             ..Default::default() });
             released.push(ReleasedSite {
                 memory,
                 from_bytes: r.from.1,
@@ -97,9 +100,19 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
         live_bytes: g.live_end,
         frames: frames(t, sym, g.stack),
     };
+    let host: Vec<GrowthSite> = host.iter().map(&mut out).collect();
+    let device: Vec<GrowthSite> = device.iter().map(&mut out).collect();
+    // The growth findings name their fastest site, known once its frames are.
+    for (f, fastest) in findings
+        .iter_mut()
+        .filter(|f| f.kind == "growth")
+        .zip(host.first().into_iter().chain(device.first()))
+    {
+        f.site = super::site_label::label(&fastest.frames);
+    }
     GrowthSection {
-        host: host.iter().map(&mut out).collect(),
-        device: device.iter().map(&mut out).collect(),
+        host,
+        device,
         released,
         findings,
     }

@@ -2,6 +2,7 @@
 //! (see `docs/report-schema.md`). Fields are only ever added.
 pub mod build;
 pub mod by_design;
+pub mod command;
 pub mod counted;
 pub mod counters;
 pub mod device;
@@ -18,6 +19,8 @@ pub mod owner;
 pub mod ranks;
 pub mod redact;
 pub mod released;
+pub mod severity;
+pub mod site_label;
 pub mod sites;
 pub mod suppressions;
 pub mod system;
@@ -26,3 +29,4 @@ pub mod torch_roles;
 pub mod torch_steps;
 pub mod transfers;
 pub mod unified;
+pub mod verdict;

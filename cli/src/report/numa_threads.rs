@@ -77,7 +77,7 @@ fn migration(threads: &[NumaThreadOut]) -> Option<Finding> {
             moved.len(),
             each.join("; ")
         ),
-    })
+     ..Default::default() })
 }
 
 #[cfg(test)]

@@ -109,7 +109,7 @@ pub fn section(processes: &[Process]) -> Option<RanksSection> {
                     human_bytes(a),
                     if a > 0 { format!(" ({:.1}x)", b as f64 / a as f64) } else { String::new() }
                 ),
-            });
+             ..Default::default() });
         }
     }
     Some(RanksSection { rows, findings })

@@ -103,7 +103,13 @@ pub fn redact(report: &mut Report, r: &Redactions) {
                 p.argv.push(format!("<{} argument{s} redacted>", n - 1));
             }
         }
+        // The command names the program only: its arguments are what is hidden.
+        p.command = super::command::name(&p.exe, &p.argv[..p.argv.len().min(1)]);
         p.notes = p.notes.iter().map(|n| r.text(n)).collect();
+        for f in super::severity::findings_mut(p) {
+            f.text = r.text(&f.text);
+            f.site = f.site.as_deref().map(|s| r.text(s));
+        }
         for g in &mut p.device.gpus {
             g.uuid = "<gpu uuid>".into();
         }
@@ -121,6 +127,12 @@ pub fn redact(report: &mut Report, r: &Redactions) {
             .flat_map(|s| s.frames.iter_mut())
             .chain(p.growth.host.iter_mut().flat_map(|g| g.frames.iter_mut()))
             .chain(p.growth.device.iter_mut().flat_map(|g| g.frames.iter_mut()))
+            .chain(
+                p.growth
+                    .released
+                    .iter_mut()
+                    .flat_map(|g| g.frames.iter_mut()),
+            )
             .chain(
                 p.transfers
                     .sites
@@ -144,6 +156,9 @@ pub fn redact(report: &mut Report, r: &Redactions) {
             redact_frame(f, r);
         }
     }
+    // The verdict and the notes are drawn again from what is left.
+    super::verdict::fill(report);
+    report.notes = report.notes.iter().map(|n| r.text(n)).collect();
 }
 
 fn redact_frame(f: &mut FrameOut, r: &Redactions) {

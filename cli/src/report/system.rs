@@ -141,7 +141,7 @@ pub fn numa(t: &Replayed, sym: &mut Symbolizer) -> NumaSection {
                 "this machine has one NUMA node ({} CPUs): all memory is local to every CPU, so there is no misplacement to report",
                 nodes[0].cpus.len()
             ),
-        });
+         ..Default::default() });
     } else if nodes.len() > 1 {
         findings.push(Finding {
             kind: "numa_nodes",
@@ -150,6 +150,7 @@ pub fn numa(t: &Replayed, sym: &mut Symbolizer) -> NumaSection {
                 nodes.len(),
                 t.placements.len()
             ),
+            ..Default::default()
         });
     }
     NumaSection {
@@ -186,7 +187,9 @@ fn remote_memory(placements: &[PlacementOut]) -> Option<Finding> {
             human_bytes(remote.iter().map(|p| p.bytes).sum()),
             human_bytes(top.bytes),
         ),
-    })
+     bytes: Some(remote.iter().map(|p| p.bytes).sum()),
+        site: super::site_label::label(&top.frames),
+        ..Default::default() })
 }
 
 /// Pinned or registered buffers mostly on another node than the GPUs' (when NVML placed every GPU on
@@ -216,7 +219,7 @@ fn pinned_away_from_gpu(placements: &[PlacementOut], gpu_nodes: &[i32]) -> Optio
                 .map(|f| format!(", was allocated in {f}"))
                 .unwrap_or_default()
         ),
-    })
+     ..Default::default() })
 }
 
 #[cfg(test)]

@@ -44,6 +44,7 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> TorchSection {
         out.findings.push(Finding {
             kind: "torch_driver_level",
             text: format!("PyTorch's allocator is seen at the {}", state.detail),
+            ..Default::default()
         });
         return out;
     }
@@ -282,6 +283,7 @@ fn findings(out: &mut TorchSection) {
                 human_bytes(top.bytes),
                 top.count
             ),
+            ..Default::default()
         });
     }
     for g in &out.released_growth {
@@ -296,7 +298,7 @@ fn findings(out: &mut TorchSection) {
                 g.peak_time_s,
                 g.released_time_s
             ),
-        });
+         ..Default::default() });
     }
     for o in &out.ooms {
         let holder = o
@@ -319,6 +321,7 @@ fn findings(out: &mut TorchSection) {
                 human_bytes(o.requested_bytes),
                 o.text
             ),
+            ..Default::default()
         });
     }
     for d in &out.devices {
@@ -332,7 +335,7 @@ fn findings(out: &mut TorchSection) {
                     human_bytes(d.driver_bytes),
                     human_bytes(d.reserved_bytes)
                 ),
-            });
+             ..Default::default() });
         }
     }
     out.findings = f;

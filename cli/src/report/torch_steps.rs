@@ -308,7 +308,7 @@ fn findings(out: &mut TorchStepsOut) {
             human_bytes(peak),
             human_bytes(first.peak_allocated_bytes)
         ),
-    });
+     ..Default::default() });
     for g in &out.growth {
         out.findings.push(Finding {
             kind: "torch_step_growth",
@@ -321,6 +321,7 @@ fn findings(out: &mut TorchStepsOut) {
                 human_bytes(g.bytes),
                 g.until_step
             ),
+            ..Default::default()
         });
     }
 }

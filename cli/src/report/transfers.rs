@@ -121,7 +121,7 @@ fn against_ceilings(rows: &[TransferRow], g: &crate::bench::ceilings::GpuCeiling
                     r.host_memory,
                     gbps * 100.0 / ceiling
                 ),
-            });
+             ..Default::default() });
         }
         let pinned = match r.direction {
             "HtoD" => g.htod_pinned_gbps,
@@ -137,7 +137,7 @@ fn against_ceilings(rows: &[TransferRow], g: &crate::bench::ceilings::GpuCeiling
                     r.direction,
                     saved.max(0.0) * 1e3
                 ),
-            });
+             ..Default::default() });
         }
     }
     v
@@ -180,7 +180,7 @@ fn findings(t: &Replayed, sites: &[TransferSite]) -> Vec<Finding> {
                         x.async_blocked_ns as f64 / 1e6,
                         top_site(d, "pageable", true).map(|f| format!(" (largest site: {f})")).unwrap_or_default()
                     ),
-                });
+                 ..Default::default() });
             }
             if x.sync_bytes >= 1 << 20 {
                 let (_, gbps) = timing(x);
@@ -204,7 +204,8 @@ fn findings(t: &Replayed, sites: &[TransferSite]) -> Vec<Finding> {
                         human_bytes(x.sync_bytes),
                         gbps.unwrap_or(0.0)
                     ),
-                });
+                    bytes: Some(x.sync_bytes),
+                 ..Default::default() });
             }
         }
     }
@@ -232,7 +233,7 @@ fn findings(t: &Replayed, sites: &[TransferSite]) -> Vec<Finding> {
                 crate::units::thousands(small),
                 human_bytes(SMALL_COPY)
             ),
-        });
+         ..Default::default() });
     }
     if let Some((&(addr, size, _), &n)) = tr
         .repeated
@@ -246,7 +247,8 @@ fn findings(t: &Replayed, sites: &[TransferSite]) -> Vec<Finding> {
                 "the same host buffer ({} at {addr:#x}, one allocation) was copied to the device {n} times; if its contents do not change between copies, keep it on the device",
                 human_bytes(size)
             ),
-        });
+            bytes: Some(size * n),
+         ..Default::default() });
     }
     let sync_ns: u64 = tr.by_kind.values().map(|x| x.sync_ns).sum();
     let run_ns = t.last_t.saturating_sub(t.header.clock_start_ns).max(1);
@@ -258,7 +260,7 @@ fn findings(t: &Replayed, sites: &[TransferSite]) -> Vec<Finding> {
                 sync_ns as f64 / 1e6,
                 sync_ns as f64 * 100.0 / run_ns as f64
             ),
-        });
+         ..Default::default() });
     }
     v
 }

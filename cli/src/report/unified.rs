@@ -67,7 +67,7 @@ pub fn finding(s: &DeviceSection) -> Option<Finding> {
                     human_bytes(m.allocated_bytes),
                     m.allocations
                 ),
-            });
+             ..Default::default() });
         }
         let top = um
             .sites
@@ -93,7 +93,7 @@ pub fn finding(s: &DeviceSection) -> Option<Finding> {
                 um.cpu_page_faults,
                 um.since_s.unwrap_or(0.0)
             ),
-        });
+         ..Default::default() });
     }
     let m = managed?;
     let why = match um.cupti {
@@ -110,5 +110,5 @@ pub fn finding(s: &DeviceSection) -> Option<Finding> {
             human_bytes(m.allocated_bytes),
             m.allocations
         ),
-    })
+     ..Default::default() })
 }

@@ -1,14 +1,14 @@
 //! Text for a terminal: a summary per process, then the top leak sites with their stacks.
 use std::io::{self, Write};
 
-use super::{one_line, python_line, rank_cells, site_view, Render, RANK_COLUMNS};
-use crate::report::model::{
-    FrameOut, LeakClass, PlacementOut, Process, RanksSection, Report, Site,
-};
+use super::{one_line, python_line, site_view, Render};
+use crate::report::model::{FrameOut, LeakClass, PlacementOut, Process, Report, Site};
 use crate::report::owner::first_program_function;
 use crate::units::human_bytes;
 
+mod first_screen;
 mod gpu;
+mod overview;
 mod torch;
 mod torch_steps;
 pub use torch_steps::roles_line;
@@ -26,15 +26,16 @@ const NATIVE_SHOWN: usize = 4;
 
 impl Render for Text {
     fn render(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
+        first_screen::verdict(report, out)?;
         if report.processes.len() > 1 {
-            overview(report, out)?;
+            writeln!(out)?;
+            overview::overview(report, out)?;
         }
-        for (i, p) in report.processes.iter().enumerate() {
-            if i > 0 || report.processes.len() > 1 {
-                writeln!(out)?;
-            }
+        for p in &report.processes {
+            writeln!(out)?;
             self.process(p, out)?;
         }
+        first_screen::notes(report, out)?;
         for u in &report.unreadable {
             writeln!(
                 out,
@@ -45,60 +46,6 @@ impl Render for Text {
         }
         Ok(())
     }
-}
-
-/// One line per process, before the details: how a job's processes compare at a glance.
-fn overview(report: &Report, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(
-        out,
-        "{:>8} {:>8}  {:<20} {:>10} {:>11} {:>11} {:>12}  role",
-        "pid", "parent", "program", "seconds", "peak heap", "leaked", "peak device"
-    )?;
-    for p in &report.processes {
-        let program = p.exe.rsplit('/').next().unwrap_or(&p.exe);
-        let end = match (p.still_writing, p.truncated) {
-            (true, _) => " STILL WRITING",
-            (false, true) => " TRUNCATED",
-            _ => "",
-        };
-        writeln!(
-            out,
-            "{:>8} {:>8}  {:<20} {:>10.3} {:>11} {:>11} {:>12}  {}{end}",
-            p.pid,
-            p.ppid,
-            program.chars().take(20).collect::<String>(),
-            p.duration_s,
-            human_bytes(p.heap.peak_bytes),
-            human_bytes(p.leaks.host.program_bytes()),
-            human_bytes(p.device.peak_bytes),
-            p.role
-        )?;
-    }
-    if let Some(r) = &report.ranks {
-        ranks(r, out)?;
-    }
-    Ok(())
-}
-
-/// The ranks of a distributed job side by side.
-fn ranks(r: &RanksSection, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "\nranks:")?;
-    let line = |cells: &[String]| {
-        let mut l = format!("  {:<16}", cells[0].chars().take(16).collect::<String>());
-        for c in &cells[1..] {
-            l.push_str(&format!(" {c:>13}"));
-        }
-        l
-    };
-    let head: Vec<String> = RANK_COLUMNS.iter().map(|c| c.to_string()).collect();
-    writeln!(out, "{}", line(&head))?;
-    for row in &r.rows {
-        writeln!(out, "{}", line(&rank_cells(row)))?;
-    }
-    for f in &r.findings {
-        writeln!(out, "  finding: {}", f.text)?;
-    }
-    Ok(())
 }
 
 impl Text {
@@ -136,6 +83,8 @@ impl Text {
         for n in &p.notes {
             writeln!(out, "   note: {n}")?;
         }
+        first_screen::peak(p, out)?;
+        self.growth(p, out)?;
         let h = &p.heap;
         writeln!(out, "heap: {}", super::heap_line(h))?;
         if let Some(n) = crate::report::counted::note(h) {
@@ -155,7 +104,6 @@ impl Text {
         if !p.transfers.summary.is_empty() {
             self.transfers(p, out)?;
         }
-        self.growth(p, out)?;
         self.system(p, out)
     }
 
@@ -238,6 +186,8 @@ impl Text {
             .iter()
             .chain(&p.counters.findings)
             .chain(&p.numa.findings)
+            // The machine's notes are said once, after the processes.
+            .filter(|f| f.severity != "info")
         {
             writeln!(out, "  finding: {}", finding.text)?;
         }

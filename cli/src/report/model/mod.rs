@@ -2,6 +2,7 @@
 use serde::Serialize;
 
 mod device;
+mod first_screen;
 mod growth;
 mod site;
 mod system;
@@ -10,6 +11,7 @@ mod torch_steps;
 mod transfers;
 
 pub use device::*;
+pub use first_screen::*;
 pub use growth::*;
 pub use site::*;
 pub use system::*;
@@ -32,6 +34,27 @@ pub struct Report {
     /// Trace files that could not be read at all (empty, not a trace, header damaged), with why;
     /// the other traces are reported.
     pub unreadable: Vec<Unreadable>,
+    /// The few things worth acting on, over all processes, most at stake first (see
+    /// `report::verdict`); empty when there is nothing to act on.
+    pub verdict: Vec<Verdict>,
+    /// Notes about the machine or the measurement (one NUMA node, counters not available), each
+    /// once: the texts of the findings of severity "info", which stay in their sections too.
+    pub notes: Vec<String>,
+    /// Totals over the processes reported.
+    pub totals: Totals,
+}
+
+/// Sums over every process of the report.
+#[derive(Serialize, Debug, Default)]
+pub struct Totals {
+    pub processes: u64,
+    /// Host program leaks (the CUDA driver's own left out).
+    pub leaked_host_bytes: u64,
+    /// The highest any one process held (see [`ProgramMemory::bytes`]).
+    pub peak_program_bytes: u64,
+    /// Of each process's peak program memory, summed: an upper bound for them all at once.
+    pub sum_peak_program_bytes: u64,
+    pub allocations: u64,
 }
 
 /// A trace file left out of the report.
@@ -86,6 +109,9 @@ pub struct Process {
     pub ppid: u32,
     pub exe: String,
     pub argv: Vec<String>,
+    /// The command by which the report names it: the program's file name and its first argument
+    /// that is not an option (`git pack-objects`, `python3 train.py`).
+    pub command: String,
     pub hostname: String,
     pub trace: String,
     pub start_unix_ns: u64,
@@ -114,6 +140,8 @@ pub struct Process {
     /// What it is: `main`, `child`, `fork child`, `rank N`, `DataLoader worker [of rank N]`.
     pub role: String,
     pub notes: Vec<String>,
+    /// What it held at its highest: heap, allocator arenas and device memory, with RSS beside.
+    pub program_memory: ProgramMemory,
     pub heap: HeapSummary,
     pub leaks: Leaks,
     pub growth: GrowthSection,

@@ -3,12 +3,19 @@
 use serde::Serialize;
 
 /// A conclusion.
-#[derive(Serialize, Debug)]
+#[derive(Serialize, Debug, Default, Clone)]
 pub struct Finding {
     /// A short, stable identifier.
     pub kind: &'static str,
     /// The conclusion and its evidence, in plain words.
     pub text: String,
+    /// How much it matters: "high", "medium", "low", or "info" for a note about the machine or
+    /// the measurement rather than the program (see `report::severity`).
+    pub severity: &'static str,
+    /// The bytes at stake, where the finding is about an amount of memory.
+    pub bytes: Option<u64>,
+    /// The call site it names (the first frame of the program's own code, `function (file:line)`).
+    pub site: Option<String>,
 }
 
 /// Leaks of one kind.

@@ -1,0 +1,142 @@
+//! The one-line name of a call site for the verdict and the first screen: its first frame of the
+//! program's own code, `function (file:line)`. In a Python process that is the innermost Python
+//! frame outside the import machinery and the standard library (else the innermost Python frame);
+//! in native code the first named frame that is neither the allocator nor a system library
+//! (the C and C++ runtimes, the loader, the interpreter's own library).
+//!
+//! Only names sites; how stacks are printed is the renderers' business.
+use super::model::FrameOut;
+
+/// The label of the site with `frames` (innermost first); None when no frame is named.
+pub fn label(frames: &[FrameOut]) -> Option<String> {
+    let python: Vec<&FrameOut> = frames.iter().filter(|f| f.kind == "python").collect();
+    let pick = python
+        .iter()
+        .copied()
+        .find(|f| is_user_python(f))
+        .or_else(|| python.first().copied())
+        .or_else(|| {
+            frames
+                .iter()
+                .find(|f| f.function.is_some() && !is_allocator_name(f) && !is_system_module(f))
+        })
+        .or_else(|| {
+            frames
+                .iter()
+                .find(|f| f.function.is_some() && !is_allocator_name(f))
+        })?;
+    let func = pick.function.as_deref().unwrap_or("??");
+    Some(match (super::frame_marks::file_name(pick), pick.line) {
+        (Some(file), Some(line)) => format!("{func} ({file}:{line})"),
+        _ => func.to_string(),
+    })
+}
+
+/// True for a Python frame of the program's own files: not `<frozen importlib...>`, not the
+/// standard library (installed packages are the program's).
+pub fn is_user_python(f: &FrameOut) -> bool {
+    let Some(file) = f.file.as_deref() else {
+        return false;
+    };
+    if file.starts_with('<') {
+        return false;
+    }
+    let stdlib = file.contains("/lib/python3") && !file.contains("-packages/");
+    !stdlib
+}
+
+/// Allocator entry points and start-up frames: never a site's name.
+fn is_allocator_name(f: &FrameOut) -> bool {
+    const NAMES: [&str; 12] = [
+        "malloc",
+        "calloc",
+        "realloc",
+        "free",
+        "posix_memalign",
+        "aligned_alloc",
+        "memalign",
+        "valloc",
+        "pvalloc",
+        "operator new",
+        "mmap",
+        "__libc_",
+    ];
+    let func = f.function.as_deref().unwrap_or("");
+    // The process's start-up frames name no site either.
+    NAMES.iter().any(|n| func.starts_with(n)) || func.starts_with("_PyObject_") || func == "_start"
+}
+
+fn is_system_module(f: &FrameOut) -> bool {
+    let Some(m) = f.module.as_deref() else {
+        return false;
+    };
+    let m = base(m);
+    [
+        "libc.so",
+        "libc-",
+        "ld-linux",
+        "libstdc++",
+        "libgcc_s",
+        "libpython",
+        "libm.so",
+    ]
+    .iter()
+    .any(|p| m.starts_with(p))
+}
+
+fn base(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(kind: &'static str, func: &str, file: &str, line: u32, module: &str) -> FrameOut {
+        FrameOut {
+            kind,
+            function: Some(func.into()),
+            file: Some(file.into()),
+            line: Some(line),
+            module: Some(module.into()),
+            address: "0x1".into(),
+            main_thread: false,
+            offset: None,
+            hidden: None,
+            short_file: None,
+        }
+    }
+
+    #[test]
+    fn names_the_first_frame_of_the_programs_own_code() {
+        let c = [
+            frame("native", "__strdup", "strdup.c", 42, "/lib/libc.so.6"),
+            frame("native", "leak_strdup", "/src/leaky.c", 60, "/src/leaky"),
+        ];
+        assert_eq!(label(&c).as_deref(), Some("leak_strdup (leaky.c:60)"));
+        let py = [
+            frame(
+                "native",
+                "_PyObject_Malloc",
+                "obmalloc.c",
+                1,
+                "/x/libpython3.11.so",
+            ),
+            frame("python", "_call", "<frozen importlib._bootstrap>", 241, ""),
+            frame(
+                "python",
+                "load",
+                "/usr/lib/python3.11/json/__init__.py",
+                3,
+                "",
+            ),
+            frame("python", "grow", "/home/u/app/grow.py", 5, ""),
+        ];
+        assert_eq!(label(&py).as_deref(), Some("grow (grow.py:5)"));
+        assert_eq!(
+            label(&py[..2]).as_deref(),
+            Some("_call (<frozen importlib._bootstrap>:241)")
+        );
+        assert_eq!(label(&[]), None);
+    }
+}

@@ -1,0 +1,298 @@
+//! The verdict: the few things worth acting on over every process of a report, most pressing
+//! first (by severity, then by the bytes at stake), each with its process, its site and its fix.
+//! Drawn from the report model after filtering, so every format shows the same verdict; it only
+//! reads the sections, it never changes a figure.
+use std::cmp::Reverse;
+
+use super::model::{Finding, LeakClass, Process, Report, Totals, Verdict};
+use super::severity::{self, findings};
+use super::site_label::{is_user_python, label};
+use crate::units::human_bytes;
+
+/// Things kept in the verdict.
+pub const MAX_VERDICT: usize = 10;
+/// Leaks from this size on are of severity "medium", smaller ones "low".
+pub const LEAK_MEDIUM_BYTES: u64 = 1 << 20;
+/// Growing and released sites of one process taken into the verdict, per kind.
+const SITES_PER_PROCESS: usize = 3;
+
+/// Gives every finding its severity and fills the report's verdict, notes and totals.
+pub fn fill(report: &mut Report) {
+    severity::assign(report);
+    report.notes = severity::machine_notes(report);
+    let mut v: Vec<Verdict> = report.processes.iter().flat_map(process).collect();
+    v.extend(
+        report
+            .ranks
+            .iter()
+            .flat_map(|r| &r.findings)
+            .filter_map(|f| {
+                let pid = report.processes.first().map_or(0, |p| p.pid);
+                from_finding(f, pid, "the job", "")
+            }),
+    );
+    v.sort_by_key(|x| (severity::rank(x.severity), Reverse(x.bytes.unwrap_or(0))));
+    let mut v = grouped(v);
+    v.truncate(MAX_VERDICT);
+    report.verdict = v;
+    report.totals = totals(&report.processes);
+}
+
+/// One item for each kind of thing per program: the ten helpers a launcher script runs, each
+/// leaking what a shell keeps until exit, are one line (the largest, saying how many more), not ten.
+fn grouped(v: Vec<Verdict>) -> Vec<Verdict> {
+    let program = |x: &Verdict| x.program.split(' ').next().unwrap_or("").to_string();
+    let mut out: Vec<(Verdict, u64, u64)> = Vec::new();
+    for x in v {
+        match out
+            .iter_mut()
+            .find(|(o, _, _)| o.kind == x.kind && program(o) == program(&x) && o.trace != x.trace)
+        {
+            Some((_, more, bytes)) => {
+                *more += 1;
+                *bytes += x.bytes.unwrap_or(0);
+            }
+            None => out.push((x, 0, 0)),
+        }
+    }
+    out.into_iter()
+        .map(|(mut x, more, bytes)| {
+            if more > 0 {
+                x.text.push_str(&format!(
+                    " (and the same in {more} more {} process{}, {} in all)",
+                    program(&x),
+                    if more == 1 { "" } else { "es" },
+                    human_bytes(bytes + x.bytes.unwrap_or(0))
+                ));
+            }
+            x
+        })
+        .collect()
+}
+
+fn totals(ps: &[Process]) -> Totals {
+    Totals {
+        processes: ps.len() as u64,
+        leaked_host_bytes: ps.iter().map(|p| p.leaks.host.program_bytes()).sum(),
+        peak_program_bytes: ps.iter().map(|p| p.program_memory.bytes).max().unwrap_or(0),
+        sum_peak_program_bytes: ps.iter().map(|p| p.program_memory.bytes).sum(),
+        allocations: ps.iter().map(|p| p.heap.allocations).sum(),
+    }
+}
+
+fn process(p: &Process) -> Vec<Verdict> {
+    let item = |kind, bytes, site: Option<String>, text: String, fix: &str| Verdict {
+        kind,
+        severity: match kind {
+            // A leak is worth a look at any size, and pressing from a mebibyte.
+            "leak" | "mapping_leak" if bytes >= LEAK_MEDIUM_BYTES => "medium",
+            "leak" | "mapping_leak" => "low",
+            _ => severity::of(kind),
+        },
+        pid: p.pid,
+        program: p.command.clone(),
+        trace: p.trace.clone(),
+        bytes: Some(bytes),
+        site,
+        text,
+        fix: fix.to_string(),
+    };
+    let mut v = Vec::new();
+    for (memory, list) in [
+        ("heap", &p.growth.host),
+        ("device memory", &p.growth.device),
+    ] {
+        for g in list.iter().take(SITES_PER_PROCESS) {
+            let site = label(&g.frames);
+            v.push(item(
+                "growth",
+                g.to_bytes,
+                site.clone(),
+                format!(
+                    "{memory} at {} grew from {} at {:.2} s to {} at {:.2} s ({}/s) and still holds {} at the end",
+                    site.as_deref().unwrap_or("an unnamed site"),
+                    human_bytes(g.from_bytes),
+                    g.from_time_s,
+                    human_bytes(g.to_bytes),
+                    g.to_time_s,
+                    human_bytes(g.rate_bytes_per_s as u64),
+                    human_bytes(g.live_bytes)
+                ),
+                fix("growth"),
+            ));
+        }
+    }
+    for r in p.growth.released.iter().take(SITES_PER_PROCESS) {
+        let site = label(&r.frames);
+        let memory = if r.memory == "device" {
+            "device memory"
+        } else {
+            "heap"
+        };
+        v.push(item(
+            "released_growth",
+            r.peak_bytes,
+            site.clone(),
+            format!(
+                "{memory} at {} grew from {} at {:.2} s to {} at {:.2} s and was given back at {:.2} s",
+                site.as_deref().unwrap_or("an unnamed site"),
+                human_bytes(r.from_bytes),
+                r.from_time_s,
+                human_bytes(r.peak_bytes),
+                r.peak_time_s,
+                r.released_time_s
+            ),
+            fix("released_growth"),
+        ));
+    }
+    if let Some((bytes, count, sites, top)) = own_leaks(p, &p.leaks.host) {
+        v.push(item(
+            "leak",
+            bytes,
+            top.clone(),
+            format!(
+                "{} in {count} heap block{} from {sites} site{} never freed; the most at {}",
+                human_bytes(bytes),
+                plural(count),
+                plural(sites),
+                top.as_deref().unwrap_or("an unnamed site")
+            ),
+            fix("leak"),
+        ));
+    }
+    if p.python.is_none() {
+        if let Some((bytes, count, _, top)) = own_leaks(p, &p.leaks.mmap) {
+            if bytes >= 1 << 20 {
+                v.push(item(
+                    "mapping_leak",
+                    bytes,
+                    top.clone(),
+                    format!(
+                        "{} in {count} anonymous mapping{} still mapped at the end; the most at {}",
+                        human_bytes(bytes),
+                        plural(count),
+                        top.as_deref().unwrap_or("an unnamed site")
+                    ),
+                    fix("leak"),
+                ));
+            }
+        }
+    }
+    v.extend(
+        findings(p)
+            .filter(|f| !matches!(f.kind, "growth" | "released_growth"))
+            .filter_map(|f| from_finding(f, p.pid, &p.command, &p.trace)),
+    );
+    v
+}
+
+/// The program's own leaked blocks of `c`: bytes, blocks, sites and the largest site's label. In a
+/// Python process only sites with a frame of the program's own Python files count: what the
+/// interpreter keeps from its start-up and imports is not the program's to free.
+fn own_leaks(p: &Process, c: &LeakClass) -> Option<(u64, u64, u64, Option<String>)> {
+    let own: Vec<_> = c
+        .sites
+        .iter()
+        .filter(|s| s.owner == "program")
+        .filter(|s| p.python.is_none() || from_the_program(&s.frames))
+        .collect();
+    let bytes: u64 = own.iter().map(|s| s.bytes).sum();
+    (bytes > 0).then(|| {
+        (
+            bytes,
+            own.iter().map(|s| s.count).sum(),
+            own.len() as u64,
+            own.first().and_then(|s| label(&s.frames)),
+        )
+    })
+}
+
+/// True for a Python stack that the program's own code started: a frame of its files, and an
+/// outermost Python frame that is its own too (or a thread's start): what the interpreter's
+/// start-up imported (`site`, `.pth` files) starts in the import machinery or the standard library.
+fn from_the_program(frames: &[crate::report::model::FrameOut]) -> bool {
+    let mut python = frames.iter().filter(|f| f.kind == "python");
+    let outermost = python.clone().next_back();
+    python.any(is_user_python)
+        && outermost.is_some_and(|f| {
+            is_user_python(f)
+                || f.file
+                    .as_deref()
+                    .is_some_and(|x| x.ends_with("/threading.py"))
+        })
+}
+
+/// A finding worth acting on (high or medium) as a verdict.
+fn from_finding(f: &Finding, pid: u32, program: &str, trace: &str) -> Option<Verdict> {
+    matches!(f.severity, "high" | "medium").then(|| Verdict {
+        kind: f.kind,
+        severity: f.severity,
+        pid,
+        program: program.to_string(),
+        trace: trace.to_string(),
+        bytes: f.bytes,
+        site: f.site.clone(),
+        text: f.text.clone(),
+        fix: fix(f.kind).to_string(),
+    })
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// What to do about a verdict of `kind`.
+pub fn fix(kind: &str) -> &'static str {
+    match kind {
+        "leak" => "free the blocks when done with them; if they are kept on purpose until exit, nothing is lost",
+        "growth" => "bound what this site keeps (a cache, list or queue that only grows): evict, cap or free old entries",
+        "released_growth" => "the peak is what the machine must hold: build the data in pieces, stream it, or free each part as soon as it is used",
+        "out_of_memory" | "torch_oom" => "hold less at the failing moment: smaller batches or buffers, free what is no longer needed first, or use a larger device",
+        "capacity_bound" | "near_capacity" => "the device is nearly full: shrink the largest allocations or batch, or free cached memory between phases",
+        "device_leak" => "free device memory when done (cuMemFree / cudaFree / drop the tensors), or keep it on purpose",
+        "gpu_idle" => "the GPU waits on input: load and prepare data ahead (more loader workers, pinned memory, prefetch)",
+        "bandwidth_bound" => "kernels are limited by memory traffic: fuse operations, use smaller data types, reuse data on the device",
+        "sync_copies" | "pageable_copy" | "pageable_async_copy" | "pinning_would_save" | "below_ceiling" => "copy from pinned (page-locked) host memory, asynchronously on a stream, and overlap copies with work",
+        "repeated_copy" => "copy the data to the device once and keep it there",
+        "small_copies" => "batch small copies into one larger copy",
+        "remote_memory" | "placed_remote" | "pinned_remote" | "first_touch" => "allocate and first touch memory on the node of the threads (or GPU) that use it: bind the thread first, or use numa_alloc_onnode / mbind",
+        "thread_migration" => "bind threads to the CPUs of the node that holds their memory",
+        "heap_fragmentation" => "free memory is held in holes: allocate long-lived and short-lived blocks apart, or use pools of one size",
+        _ => "see the finding's evidence in the process's details",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fixture_verdict_is_ranked_by_severity_then_bytes() {
+        let mut r = crate::render::fixture_report();
+        fill(&mut r);
+        let got: Vec<(&str, u32, Option<u64>)> =
+            r.verdict.iter().map(|v| (v.kind, v.pid, v.bytes)).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("out_of_memory", 100, Some(32 << 20)),
+                ("released_growth", 100, Some(40 << 20)),
+                ("growth", 100, Some(1 << 20)),
+                ("leak", 101, Some(512)),
+            ]
+        );
+        // The Python process's native-only leak sites are the interpreter's, not in the verdict.
+        assert_eq!(r.verdict[1].site.as_deref(), Some("grow (train.py:5)"));
+        assert_eq!(
+            r.verdict[2].site.as_deref(),
+            Some("cache_result (train.c:55)")
+        );
+        assert_eq!(r.verdict[3].program, "train");
+        assert_eq!(r.totals.processes, 2);
+        assert_eq!(r.totals.leaked_host_bytes, 4396 + 512);
+    }
+}
