@@ -9,6 +9,13 @@ use super::model::FrameOut;
 
 /// The label of the site with `frames` (innermost first); None when no frame is named.
 pub fn label(frames: &[FrameOut]) -> Option<String> {
+    // The frames the reports show (see `frame_marks`): an import's allocation is named by the line
+    // that imported, not by the import machinery's own frames.
+    let shown: Vec<FrameOut> = super::frame_marks::shown(frames)
+        .into_iter()
+        .cloned()
+        .collect();
+    let frames = &shown[..];
     let python: Vec<&FrameOut> = frames.iter().filter(|f| f.kind == "python").collect();
     let pick = python
         .iter()
@@ -27,6 +34,11 @@ pub fn label(frames: &[FrameOut]) -> Option<String> {
         })?;
     let func = pick.function.as_deref().unwrap_or("??");
     Some(match (super::frame_marks::file_name(pick), pick.line) {
+        // Only the import machinery's frames were captured (a deep stack cut at the depth limit):
+        // say what it is without the frozen module's name, which `--all-frames` shows.
+        (Some(file), _) if file.starts_with("<frozen") => {
+            format!("{func} (Python's import machinery)")
+        }
         (Some(file), Some(line)) => format!("{func} ({file}:{line})"),
         _ => func.to_string(),
     })
@@ -135,7 +147,7 @@ mod tests {
         assert_eq!(label(&py).as_deref(), Some("grow (grow.py:5)"));
         assert_eq!(
             label(&py[..2]).as_deref(),
-            Some("_call (<frozen importlib._bootstrap>:241)")
+            Some("_call (Python's import machinery)")
         );
         assert_eq!(label(&[]), None);
     }
