@@ -69,7 +69,7 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
                 kind: "released_growth",
                 text: format!(
                     "{memory} memory at {} grew from {} at {:.2} s to {} at {:.2} s and was given back at {:.2} s",
-                    super::torch::place(&frames),
+                    super::site_label::finding_place(&frames),
                     human_bytes(r.from.1),
                     secs(r.from.0),
                     human_bytes(r.peak.1),

@@ -44,6 +44,23 @@ pub fn label(frames: &[FrameOut]) -> Option<String> {
     })
 }
 
+/// Where a site is, for a finding: its first Python frame, else its first frame with a file.
+pub fn finding_place(frames: &[FrameOut]) -> String {
+    let pick = frames
+        .iter()
+        .find(|f| f.kind == "python")
+        .or_else(|| frames.iter().find(|f| f.file.is_some()));
+    match pick {
+        Some(f) => format!(
+            "{} ({}:{})",
+            f.function.as_deref().unwrap_or("?"),
+            f.file.as_deref().unwrap_or("?"),
+            f.line.unwrap_or(0)
+        ),
+        None => "an unnamed site".to_string(),
+    }
+}
+
 /// True for a Python frame of the program's own files: not `<frozen importlib...>`, not the
 /// standard library (installed packages are the program's).
 pub fn is_user_python(f: &FrameOut) -> bool {

@@ -5,6 +5,7 @@ use rustc_hash::FxHashMap as HashMap;
 use super::model::{
     Finding, GrowthSite, ReleasedGrowth, Site, TorchDeviceOut, TorchOomOut, TorchSection,
 };
+use super::site_label::finding_place;
 use super::sites::{frames, leak_class_grouped};
 use crate::analysis::growth::growing;
 use crate::analysis::python_sites::{groups_by_weight, regroup};
@@ -253,23 +254,6 @@ fn oom(t: &Replayed, sym: &mut Symbolizer, o: &OomAt, groups: &HashMap<u32, u32>
     }
 }
 
-/// Where a site is, for a finding: its first Python frame, else its first frame with a file.
-pub fn place(frames: &[super::model::FrameOut]) -> String {
-    let pick = frames
-        .iter()
-        .find(|f| f.kind == "python")
-        .or_else(|| frames.iter().find(|f| f.file.is_some()));
-    match pick {
-        Some(f) => format!(
-            "{} ({}:{})",
-            f.function.as_deref().unwrap_or("?"),
-            f.file.as_deref().unwrap_or("?"),
-            f.line.unwrap_or(0)
-        ),
-        None => "an unnamed site".to_string(),
-    }
-}
-
 fn findings(out: &mut TorchSection) {
     let mut f = Vec::new();
     if let Some(top) = out.held_at_end.sites.first() {
@@ -279,7 +263,7 @@ fn findings(out: &mut TorchSection) {
                 "tensors still held at the end: {} in {} blocks; the most at {}: {} in {} blocks",
                 human_bytes(out.held_at_end.bytes),
                 out.held_at_end.count,
-                place(&top.frames),
+                finding_place(&top.frames),
                 human_bytes(top.bytes),
                 top.count
             ),
@@ -291,7 +275,7 @@ fn findings(out: &mut TorchSection) {
             kind: "torch_released_growth",
             text: format!(
                 "tensor memory at {} grew from {} at {:.2} s to {} at {:.2} s and was given back at {:.2} s",
-                place(&g.frames),
+                finding_place(&g.frames),
                 human_bytes(g.from_bytes),
                 g.from_time_s,
                 human_bytes(g.peak_bytes),
@@ -307,7 +291,7 @@ fn findings(out: &mut TorchSection) {
             .map(|h| {
                 format!(
                     "; the most held at {}: {}",
-                    place(&h.frames),
+                    finding_place(&h.frames),
                     human_bytes(h.bytes)
                 )
             })

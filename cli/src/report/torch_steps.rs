@@ -8,8 +8,8 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use memshim_trace::FrameRef;
 
 use super::model::{Finding, StepGrowth, StepOut, TorchSection, TorchStepsOut};
+use super::site_label::finding_place as place;
 use super::sites::frames;
-use super::torch::place;
 use super::torch_roles::{out as roles_out, role};
 use crate::analysis::growth::growing;
 use crate::analysis::python_sites::regroup;

@@ -3,7 +3,7 @@ use std::io::{self, Write};
 
 use super::Text;
 use crate::report::model::{RolesOut, TorchSection};
-use crate::report::torch::place;
+use crate::report::site_label::finding_place as place;
 use crate::units::human_bytes;
 
 /// Steps shown before the rest are summed up in one line.
