@@ -367,8 +367,13 @@ fn thin_sampling_counts_every_call_and_records_only_the_sampled() {
         .and_then(|a| a.last())
         .expect("a host timeline");
     assert_eq!(last[1], usable, "{last}");
-    // 20000 x 100 B, 200000 x 64 B and 5 x 1 MiB at one per 4 KiB: about 500 + 3000 + 5.
-    assert!(alloc_events < 8_000, "{alloc_events} allocation events");
+    // Thin sampling decides by the block's address: 20000 x 100 B give about 500 events, the five
+    // 1 MiB blocks 5, and churn_small's 200000 x 64 B all reuse one address, so they are all
+    // sampled or none is (about one run in 60: 1 - exp(-72 / 4096)). 40 runs here gave 471 to 559.
+    assert!(
+        alloc_events < 1_000 || (200_000..201_000).contains(&alloc_events),
+        "{alloc_events} allocation events"
+    );
     let estimate = |func: &str| {
         let e = &site_with(&p, "host", func)["estimated"];
         (

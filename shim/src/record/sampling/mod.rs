@@ -8,7 +8,9 @@
 //!   whether its allocation was sampled without a table of sampled blocks, so the decision is a
 //!   function of the block itself: its address (hashed with a per-process salt) and its usable size
 //!   (`malloc_usable_size`, which the free can ask again). A hashed address is a uniform draw, so each
-//!   allocation is still sampled with the probability above.
+//!   allocation is still sampled with the probability above; but the draws of one address are one
+//!   draw: a loop that frees and allocates the same block has all its calls recorded or none
+//!   (estimates stay unbiased, their variance and the trace's size do not).
 //! - **every event** (`MEMSHIM_SAMPLE_EVENTS=all`): each thread counts down bytes allocated, and the
 //!   allocation that crosses zero has its stack taken; the next countdown is drawn from an
 //!   exponential distribution with the configured mean. Every allocation and free is still recorded
