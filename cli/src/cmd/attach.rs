@@ -6,7 +6,7 @@
 //! detach (they are not passed on: the process is not memshim's child).
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
@@ -187,22 +187,5 @@ fn give_to_owner(proc: &Process, dir: &Path) -> Result<()> {
 }
 
 fn default_dir(exe: &str, pid: i32) -> String {
-    let name: String = Path::new(exe)
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    format!("memshim-{name}-{pid}-{secs}")
+    super::run::output_dir_name(exe, Some(pid))
 }

@@ -233,6 +233,12 @@ pub(crate) fn prepare_dir(dir: &Path) -> Result<PathBuf> {
 }
 
 fn default_dir(program: &str) -> String {
+    output_dir_name(program, None)
+}
+
+/// `memshim-NAME[-PID]-SECONDS`: the default output directory of `run` and `attach`, named for the
+/// program (characters a shell would trip on made `_`).
+pub(super) fn output_dir_name(program: &str, pid: Option<i32>) -> String {
     let name: String = Path::new(program)
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
@@ -250,7 +256,10 @@ fn default_dir(program: &str) -> String {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    format!("memshim-{name}-{secs}")
+    match pid {
+        Some(pid) => format!("memshim-{name}-{pid}-{secs}"),
+        None => format!("memshim-{name}-{secs}"),
+    }
 }
 
 /// Unblocks the forwarded signals when `run` returns, however it returns.
