@@ -67,6 +67,18 @@ pub enum Command {
         #[arg(short, long)]
         quiet: bool,
     },
+    /// Watch a traced process live: its memory now and at its peak, each GPU, the sites holding the
+    /// most, growth and copies, read from its trace as the shim writes it (the program pays nothing
+    /// more). q quits; the program goes on.
+    Top {
+        /// A process being traced (started by `memshim run` or attached to), a trace file, or a
+        /// directory of traces (the one being written is shown); default: a trace being written
+        /// here or in a ./memshim-* directory.
+        target: Option<String>,
+        /// Seconds between readings of the trace.
+        #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+        interval: f64,
+    },
     /// Replay traces into a report.
     Report {
         /// Trace files, or directories of them.

@@ -23,6 +23,7 @@ pub mod report;
 pub mod signals;
 pub mod symbol_cache;
 pub mod symbolize;
+pub mod top;
 pub mod traces;
 pub mod units;
 pub mod user_files;

@@ -39,6 +39,9 @@ fn main() -> ExitCode {
             output,
             quiet,
         } => cmd::attach::run(pid, duration, output, quiet),
+        args::Command::Top { target, interval } => {
+            cmd::top::run(target.as_deref(), interval).map(|()| 0)
+        }
         args::Command::Report {
             paths,
             format,
