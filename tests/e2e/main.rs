@@ -34,6 +34,7 @@ mod robustness;
 mod run_faults;
 mod schema;
 mod symbol_cache;
+mod top;
 mod torch;
 mod torch_steps;
 mod torture;
