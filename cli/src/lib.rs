@@ -12,6 +12,7 @@ pub mod byte_size;
 pub mod cmd;
 pub mod elf_kind;
 pub mod export;
+pub mod find_trace;
 pub mod fuzz_entry;
 pub mod gate;
 pub mod launcher;

@@ -42,6 +42,13 @@ fn main() -> ExitCode {
         args::Command::Top { target, interval } => {
             cmd::top::run(target.as_deref(), interval).map(|()| 0)
         }
+        args::Command::Snapshot {
+            pid,
+            format,
+            top,
+            output,
+            quiet,
+        } => cmd::snapshot::run(pid, format, top, output, quiet),
         args::Command::Report {
             paths,
             format,

@@ -33,6 +33,7 @@ mod report;
 mod robustness;
 mod run_faults;
 mod schema;
+mod snapshot;
 mod symbol_cache;
 mod top;
 mod torch;

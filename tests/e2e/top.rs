@@ -93,7 +93,7 @@ impl Drop for Tmux {
 }
 
 /// `memshim run` tracing `prog` in `cwd`, read up to the program's ready line.
-fn start_traced(
+pub fn start_traced(
     dir: &TestDir,
     prog: &Path,
     ready: &str,

@@ -1,7 +1,7 @@
-//! Which trace `memshim top` follows: the one a trace path names, the one being written in a
-//! directory, or a running process's own, found from what the process holds open (the shim keeps
-//! its trace open while it writes) or, where its descriptors cannot be read, by the pid in the
-//! headers of the traces in `memshim run`'s default output directories here.
+//! Which trace `memshim top` and `memshim snapshot` read: the one a trace path names, the one
+//! being written in a directory, or a running process's own, found from what the process holds
+//! open (the shim keeps its trace open while it writes) or, where its descriptors cannot be read,
+//! by the pid in the headers of the traces in `memshim run`'s default output directories here.
 //!
 //! Never: guess by file name alone, or pick a trace whose header names another process.
 use std::fs::File;
@@ -150,7 +150,8 @@ fn is_writing(path: &Path) -> bool {
     header(path).is_ok_and(|h| live_writer::is_writing(path, &h))
 }
 
-fn header(path: &Path) -> Result<Header> {
+/// The header of the trace at `path`.
+pub fn header(path: &Path) -> Result<Header> {
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let reader = TraceReader::new(BufReader::new(file))
         .with_context(|| format!("cannot read {}", path.display()))?;
