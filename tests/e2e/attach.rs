@@ -147,6 +147,11 @@ fn check_attached(p: &Value) {
             && n.contains("counted apart")),
         "{notes:?}"
     );
+    // Whoever added the symbols is named: memshim attach, not run.
+    assert!(
+        notes.contains(&"symbols were added by memshim attach right after it detached"),
+        "{notes:?}"
+    );
 }
 
 #[test]
