@@ -5,9 +5,13 @@
 //! object to the hooks (`got`); [`detach`] puts them back and closes the trace, and the program goes
 //! on. The library stays loaded: a thread may still be inside a hook.
 //!
+//! A library the program opens after attach binds its heap calls to the C library, past the shim:
+//! `dlopen` and `dlsym` are redirected too, and the new objects' slots are rewritten at the
+//! program's next `dlsym` (see `crate::hooks::dlopen`), the moment it reaches into what it opened.
+//!
 //! What is not seen after attach, the trace says (`Record::Attached`): blocks allocated before (their
 //! frees are counted apart by the reader), CUDA (its pointers were fetched long before), NUMA and
-//! affinity calls, and objects loaded after attach.
+//! affinity calls, and what libraries opened after attach allocate while they load.
 //!
 //! Never: start twice, or run on a traced call's path (it takes the loader's lock).
 pub mod got;
@@ -40,7 +44,12 @@ static ATTACHED: AtomicBool = AtomicBool::new(false);
 static DETACHED: AtomicBool = AtomicBool::new(false);
 
 /// What attaching does not redirect, for the trace and the report.
-const UNSEEN: &str = "blocks allocated before attach, CUDA calls, NUMA and affinity calls, and libraries loaded after attach";
+const UNSEEN: &str = "blocks allocated before attach, CUDA calls, NUMA and affinity calls, and what libraries opened after attach allocate while they load";
+
+/// True while the shim is attached (between a successful [`attach`] and [`detach`]).
+pub fn attached() -> bool {
+    ATTACHED.load(Ordering::Acquire) && !DETACHED.load(Ordering::Acquire)
+}
 
 /// Starts the trace with `settings` (`NAME=value` lines, as the environment would hold them) and
 /// redirects `targets` in every loaded object but the shim (which holds the address `own`).
