@@ -6,6 +6,7 @@
 //! `$TMPDIR/memshim-e2e/<test name>`, so they run in parallel.
 
 mod attach;
+mod attach_cuda;
 mod attach_dlopen;
 mod bounds;
 mod cli_docs;
