@@ -2,6 +2,10 @@
 //! same replay and report model as `memshim report` (a trace without its end is read as far as its
 //! last whole frame), boiled down to the figures of one screen.
 //!
+//! Each reading replays the trace from its start, so its cost grows with the trace; it runs on
+//! top's own thread, so a long trace makes the screen's figures older (the status line says how
+//! old), never the keys slower or the program slower.
+//!
 //! Never draws and never touches the terminal (that is `screen` and `terminal`), so every figure
 //! here is tested without one.
 use std::path::Path;

@@ -311,6 +311,27 @@ mod tests {
     }
 
     #[test]
+    fn a_long_note_is_wrapped_to_the_width() {
+        let mut l = live(1);
+        l.notes = vec![
+            "attached 7.5 s after the process started: what it allocated before is not known"
+                .into(),
+        ];
+        let rows = screen(Some(&l), 60, 30);
+        let at = rows
+            .iter()
+            .position(|r| r.starts_with("note: "))
+            .expect("the note");
+        assert_eq!(
+            rows[at..at + 2],
+            [
+                "note: attached 7.5 s after the process started: what it",
+                "  allocated before is not known"
+            ]
+        );
+    }
+
+    #[test]
     fn before_the_first_read() {
         let rows = screen(None, 60, 5);
         assert_eq!(rows[0], "reading the trace...");
