@@ -148,15 +148,17 @@ fn attached_unseen(t: &Replayed) -> Option<Finding> {
     if !loaded("libcuda.so") {
         return None;
     }
-    let torch = if loaded("libc10_cuda.so") {
-        " and PyTorch's allocator"
+    // PyTorch's allocator is reached from the inside at attach (see the torch section).
+    let torch_on = t.torch.state.as_ref().is_some_and(|s| s.enabled);
+    let what = if loaded("libc10_cuda.so") && !torch_on {
+        "device memory, copies and PyTorch's allocator"
     } else {
-        ""
+        "device memory and copies"
     };
     Some(Finding {
         kind: "attached_cuda_unseen",
         text: format!(
-            "the CUDA driver was loaded when memshim attached, and its memory calls and copies after attach are not in this trace: the CUDA runtime fetched the driver's entry points long before, past memshim, so device memory, copies{torch} are not shown (trace the program from its start with memshim run to see them)"
+            "the CUDA driver was loaded when memshim attached, and its memory calls and copies after attach are not in this trace: the CUDA runtime fetched the driver's entry points long before, past memshim, so {what} are not shown (trace the program from its start with memshim run to see them)"
         ),
         severity: "info",
         bytes: None,
