@@ -68,8 +68,16 @@ fn snapshot_reports_what_a_running_program_holds_now_and_it_runs_on() {
 
 #[test]
 fn snapshot_of_a_process_that_writes_no_trace_says_what_to_do() {
-    let me = std::process::id();
+    // A process of its own, untraced and childless (this test binary's other tests run traced
+    // children, whose traces a pid's search would find).
+    let mut idle = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("sleep starts");
+    let me = idle.id();
     let out = memshim(&["snapshot".to_string(), me.to_string()]);
+    let _ = idle.kill();
+    let _ = idle.wait();
     assert_eq!(out.status.code(), Some(1), "{}", out.describe());
     let err = out.stderr_str();
     assert!(

@@ -9,8 +9,9 @@
 //! `dlopen` and `dlsym` are redirected too, and the new objects' slots are rewritten at the
 //! program's next `dlsym` (see `crate::hooks::dlopen`), the moment it reaches into what it opened.
 //!
-//! PyTorch's allocator, already loaded, is reached from the inside by a thread of its own
-//! (`watch_torch`): no driver allocation, its usual moment, reaches the shim after attach.
+//! PyTorch's allocator, already loaded at attach, is reached from the inside by a thread of its own
+//! (`watch_torch`): no driver allocation, its usual moment, reaches the shim after attach. A
+//! libc10_cuda loaded after attach is not looked for.
 //!
 //! What is not seen after attach, the trace says (`Record::Attached`): blocks allocated before (their
 //! frees are counted apart by the reader), CUDA (its pointers were fetched long before), NUMA and
@@ -92,6 +93,14 @@ const TORCH_LOOK: std::time::Duration = std::time::Duration::from_millis(100);
 /// shim's own heap: the allocator's copy of the tracker must come from the C library's, which the
 /// allocator frees into after detach.
 fn watch_torch() {
+    // Only in a process that has PyTorch's CUDA library loaded: the thread's own start (the
+    // standard library's thread-local storage) allocates through the program's heap.
+    let loaded = crate::probes::modules::scan("")
+        .iter()
+        .any(|m| m.path.ends_with("/libc10_cuda.so"));
+    if !loaded {
+        return;
+    }
     // Like the helper threads, it never takes the program's signals.
     let old_mask = sys::block_all_signals();
     let spawned = std::thread::Builder::new()
