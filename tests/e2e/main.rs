@@ -6,6 +6,8 @@
 //! `$TMPDIR/memshim-e2e/<test name>`, so they run in parallel.
 
 mod attach;
+mod attach_cuda;
+mod attach_dlopen;
 mod bounds;
 mod cli_docs;
 mod cuda;
@@ -33,7 +35,9 @@ mod report;
 mod robustness;
 mod run_faults;
 mod schema;
+mod snapshot;
 mod symbol_cache;
+mod top;
 mod torch;
 mod torch_steps;
 mod torture;
