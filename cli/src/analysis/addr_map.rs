@@ -156,6 +156,18 @@ impl<V: Copy + Default> AddrMap<V> {
         (slot.0 == addr).then_some(&slot.1)
     }
 
+    /// The value of `addr`, to change in place.
+    pub fn get_mut(&mut self, addr: u64) -> Option<&mut V> {
+        if addr == 0 {
+            return self.zero.as_mut();
+        }
+        let (seg, h) = split(addr);
+        let s = self.segments.get_mut(seg).filter(|s| !s.slots.is_empty())?;
+        let i = s.find(addr, h);
+        let slot = &mut s.slots[i];
+        (slot.0 == addr).then_some(&mut slot.1)
+    }
+
     /// True when `addr` has a value.
     pub fn contains_key(&self, addr: u64) -> bool {
         self.get(addr).is_some()
@@ -236,6 +248,11 @@ mod tests {
             assert_eq!(m.len(), reference.len());
         }
         for a in 0..3001u64 {
+            assert_eq!(m.get(a * 16), reference.get(&(a * 16)));
+            if let Some(v) = m.get_mut(a * 16) {
+                *v += 1;
+                *reference.get_mut(&(a * 16)).unwrap() += 1;
+            }
             assert_eq!(m.get(a * 16), reference.get(&(a * 16)));
         }
         let mut all: Vec<(u64, u64)> = m.iter().map(|(a, &v)| (a, v)).collect();
