@@ -18,18 +18,18 @@ pub struct Fragmentation {
     pub peak_rss: u64,
     /// The resident set at the latest sample (what `memshim top` shows as now).
     pub last_rss: u64,
-    /// Freed blocks not reused, and the size classes of the holes at the worst sample.
+    /// The size classes of the holes at the worst sample.
     pub holes: Holes,
 }
 
 impl Fragmentation {
-    /// A sample taken at `t`, with the live heap blocks as (address, size) at that moment.
-    pub fn sample<I: Iterator<Item = (u64, u64)>>(
-        &mut self,
-        t: u64,
-        s: &HeapStats,
-        live: impl FnOnce() -> I,
-    ) {
+    /// A sample taken at `t`, with the heap's blocks at that moment: the freed ones no allocation
+    /// reused and the live ones, as (address, size).
+    pub fn sample<F, L>(&mut self, t: u64, s: &HeapStats, blocks: impl FnOnce() -> (F, L))
+    where
+        F: Iterator<Item = (u64, u64)>,
+        L: Iterator<Item = (u64, u64)>,
+    {
         self.samples += 1;
         self.peak_arena = self.peak_arena.max(s.arena);
         self.peak_rss = self.peak_rss.max(s.rss);
@@ -42,7 +42,8 @@ impl Fragmentation {
             .is_none_or(|(_, w)| held > w.free.saturating_sub(w.releasable))
         {
             self.worst = Some((t, s.clone()));
-            self.holes.peak(held, live());
+            let (freed, live) = blocks();
+            self.holes.peak(held, freed, live);
         }
     }
 
@@ -83,7 +84,7 @@ mod tests {
     #[test]
     fn the_worst_sample_is_the_most_held_free_memory() {
         let mut f = Fragmentation::default();
-        let none = std::iter::empty;
+        let none = || (std::iter::empty(), std::iter::empty());
         f.sample(1, &stats(1000, 100, 90), none);
         f.sample(2, &stats(2000, 800, 0), none);
         f.sample(3, &stats(1500, 900, 800), none);

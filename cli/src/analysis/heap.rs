@@ -91,7 +91,7 @@ impl Heap {
     /// A free; returns the bytes released. Blocks allocated before tracing started are not known and
     /// are ignored (0 bytes).
     pub fn free(&mut self, t: u64, tid: u32, addr: u64, realloc: bool) -> u64 {
-        let Some(block) = self.live.remove(addr) else {
+        let Some(block) = self.live.free(addr) else {
             if addr != 0 {
                 self.unknown_frees += 1;
             }
@@ -113,6 +113,7 @@ impl Heap {
 
     /// A realloc failed: its block, freed a moment ago on this thread, is live again.
     pub fn realloc_failed(&mut self, tid: u32, addr: u64) {
+        self.live.unfree(addr);
         if let Some((a, block, identity)) = self.realloc_freed.remove(&tid) {
             if a == addr {
                 self.frees -= 1;
@@ -159,6 +160,22 @@ impl Heap {
     /// Every live block as (address, size), in no particular order.
     pub fn live_blocks(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.live.iter().map(|(a, b)| (a, b.size))
+    }
+
+    /// Follows freed blocks that no allocation reused since, for the holes analysis (see
+    /// [`Heap::freed_blocks`]).
+    pub fn follow_freed(&mut self) {
+        self.live.follow_freed();
+    }
+
+    /// The followed freed blocks as (address, size), in no particular order.
+    pub fn freed_blocks(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.live.freed()
+    }
+
+    /// Frees not followed because the most freed blocks were already.
+    pub fn untracked_frees(&self) -> u64 {
+        self.live.untracked
     }
 
     /// Bytes the live-block tables take.

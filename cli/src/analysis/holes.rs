@@ -3,7 +3,7 @@
 //! glibc gives memory back to the system only from the top of an arena (and whole free pages it
 //! trims with `malloc_trim`), so a freed block is a hole that the allocator holds, and the system
 //! still counts, while a live block sits above it in the same arena. The replay keeps every freed
-//! block that no allocation has reused since (by address); when the sampled heap statistics reach a
+//! block that no allocation has reused since (by address, in `live_blocks`); when the sampled heap statistics reach a
 //! new peak of free-held bytes, it takes the live blocks, sorted by address, and counts as holes the
 //! freed blocks that overlap no live block and have a live block less than 64 MiB above them (arenas
 //! grow upward; the main arena is contiguous and a thread arena's heap is at most 64 MiB, so a live
@@ -17,13 +17,11 @@
 //! default mmap threshold: mapped, and unmapped on free) are not holes. A snapshot is retaken only when
 //! the peak grew by a tenth since the last one, so the classes describe a moment within 10% of the peak.
 //!
-//! Never: keeps more than [`MAX_FREED`] freed blocks (beyond that, later frees are not followed) or
-//! costs more than a map lookup per event; the sort happens only at a new peak.
+//! Never: follows more than [`MAX_FREED`] freed blocks (beyond that, later frees are not followed)
+//! or costs anything per event; the sort happens only at a new peak.
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap as HashMap;
-
-use super::addr_map::AddrMap;
 
 /// Freed blocks followed at most.
 pub const MAX_FREED: usize = 1 << 18;
@@ -46,48 +44,36 @@ pub struct ClassHoles {
     pub common_size: u64,
 }
 
-/// The state.
+/// True when a freed block of `size` bytes can be a hole, so is worth following: not empty, and
+/// carved from an arena rather than mapped on its own.
+pub fn follows(size: u64) -> bool {
+    size > 0 && size < MMAP_THRESHOLD
+}
+
+/// The state. The freed blocks themselves are kept with the live ones (`live_blocks`), where an
+/// allocation or free finds both in one lookup.
 #[derive(Debug, Default)]
 pub struct Holes {
-    freed: AddrMap<u64>,
-    /// Frees not followed because the map was full.
-    pub untracked: u64,
     /// The classes at the last snapshot, most hole bytes first, and the free-held bytes it was taken at.
     pub classes: Vec<ClassHoles>,
     pub snapshot_held: u64,
 }
 
 impl Holes {
-    /// A block was allocated at `addr` (or a failed realloc left it live): it is no hole.
-    pub fn alloc(&mut self, addr: u64) {
-        self.freed.remove(addr);
-    }
-
-    /// Starts fetching the freed block at `addr`, for an allocation or free a few events later.
-    pub fn prefetch(&self, addr: u64) {
-        self.freed.prefetch(addr);
-    }
-
-    /// The block of `size` bytes at `addr` was freed.
-    pub fn free(&mut self, addr: u64, size: u64) {
-        if size == 0 || size >= MMAP_THRESHOLD {
-            return;
-        }
-        if self.freed.len() >= MAX_FREED && !self.freed.contains_key(addr) {
-            self.untracked += 1;
-            return;
-        }
-        self.freed.insert(addr, size);
-    }
-
     /// The heap statistics show `held` free bytes, a new peak: retake the snapshot when it grew by a
-    /// tenth, from the live blocks as (address, size).
-    pub fn peak(&mut self, held: u64, live: impl Iterator<Item = (u64, u64)>) {
+    /// tenth, from the freed blocks no allocation reused since and the live blocks, both as
+    /// (address, size).
+    pub fn peak(
+        &mut self,
+        held: u64,
+        freed: impl Iterator<Item = (u64, u64)>,
+        live: impl Iterator<Item = (u64, u64)>,
+    ) {
         if held == 0 || held < self.snapshot_held + self.snapshot_held / 10 {
             return;
         }
         self.snapshot_held = held;
-        let mut freed: Vec<(u64, u64)> = self.freed.iter().map(|(a, &s)| (a, s)).collect();
+        let mut freed: Vec<(u64, u64)> = freed.collect();
         freed.sort_unstable();
         let asked: Vec<u64> = freed.iter().map(|f| f.0).collect();
         let near = super::neighbours::nearest(&asked, live);
@@ -133,14 +119,14 @@ mod tests {
     #[test]
     fn freed_blocks_between_live_ones_are_holes_by_class() {
         let mut h = Holes::default();
+        let mut freed = Vec::new();
         let base = 10 * REGION;
         // 1000-byte blocks every 1024 bytes; every other one freed; 3000-byte ones above them.
         let mut live = Vec::new();
         for i in 0..100u64 {
             let a = base + i * 1024;
-            h.alloc(a);
             if i % 2 == 0 {
-                h.free(a, 1000);
+                freed.push((a, 1000));
             } else {
                 live.push((a, 1000));
             }
@@ -149,13 +135,13 @@ mod tests {
             live.push((base + 200_000 + i * 3072, 3000));
         }
         // A freed block reused by a larger one that starts before it is no hole.
-        h.free(base + 150_000, 500);
+        freed.push((base + 150_000, 500));
         live.push((base + 149_900, 4000));
         // A freed block above every live one is the top of the arena: returnable, no hole.
-        h.free(base + 1_000_000, 2000);
-        // A large block is mapped on its own.
-        h.free(base + 100, 1 << 20);
-        h.peak(60_000, live.iter().copied());
+        freed.push((base + 1_000_000, 2000));
+        // A large block is mapped on its own: not followed.
+        assert!(!follows(1 << 20) && !follows(0) && follows(1));
+        h.peak(60_000, freed.iter().copied(), live.iter().copied());
         assert_eq!(
             h.classes,
             [ClassHoles {
@@ -167,10 +153,10 @@ mod tests {
         );
         // A peak less than a tenth higher keeps the snapshot.
         live.retain(|b| b.0 != base + 200_000);
-        h.free(base + 200_000, 3000);
-        h.peak(65_000, live.iter().copied());
+        freed.push((base + 200_000, 3000));
+        h.peak(65_000, freed.iter().copied(), live.iter().copied());
         assert_eq!(h.classes.len(), 1);
-        h.peak(70_000, live.iter().copied());
+        h.peak(70_000, freed.iter().copied(), live.iter().copied());
         assert_eq!(h.classes[1].max_bytes, 4096);
     }
 }

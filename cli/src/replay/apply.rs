@@ -36,7 +36,6 @@ pub(super) fn prefetch(r: &Replayed, ev: &Event) {
     | Record::Free(memshim_trace::Free { addr, .. }) = &ev.record
     {
         r.heap.prefetch(*addr);
-        r.fragmentation.holes.prefetch(*addr);
     }
 }
 
@@ -51,16 +50,13 @@ pub(super) fn apply(r: &mut Replayed, ev: Event) {
             r.heap.alloc(ev.t, ev.tid, a.addr, a.size, a.stack);
             r.program_peak
                 .observe(ev.t, r.heap.live_bytes, r.mmap.live_bytes);
-            r.fragmentation.holes.alloc(a.addr);
             r.recent_allocs.push(a.addr, ev.t);
         }
         Record::Free(f) => {
-            let size = r.heap.free(ev.t, ev.tid, f.addr, f.realloc);
-            r.fragmentation.holes.free(f.addr, size);
+            r.heap.free(ev.t, ev.tid, f.addr, f.realloc);
         }
         Record::ReallocFailed(f) => {
             r.heap.realloc_failed(ev.tid, f.addr);
-            r.fragmentation.holes.alloc(f.addr);
         }
         Record::Map(m) => {
             r.mmap.map(ev.tid, &m);
@@ -133,7 +129,9 @@ pub(super) fn apply(r: &mut Replayed, ev: Event) {
         Record::UnifiedMemory(c) => r.unified.add(&c),
         Record::Sampling(bytes) => r.heap.sample_bytes = bytes,
         Record::Topology(nodes) => r.topology = nodes,
-        Record::HeapStats(h) => r.fragmentation.sample(ev.t, &h, || r.heap.live_blocks()),
+        Record::HeapStats(h) => r
+            .fragmentation
+            .sample(ev.t, &h, || (r.heap.freed_blocks(), r.heap.live_blocks())),
         Record::Counters(c) => r.counters = c,
         Record::AllocCpu(a) => {
             let at = r.recent_allocs.time_of(a.addr).unwrap_or(ev.t);

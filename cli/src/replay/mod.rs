@@ -104,7 +104,12 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
         modules: Vec::new(),
         left_out: LeftOut::default(),
         symbols: HashMap::default(),
-        heap: Heap::default(),
+        heap: {
+            // The host heap's freed blocks are what the holes analysis reads.
+            let mut heap = Heap::default();
+            heap.follow_freed();
+            heap
+        },
         heap_totals: None,
         mmap: Mappings::default(),
         program_peak: Default::default(),

@@ -96,6 +96,9 @@ fn finish_realloc(
     new: *mut c_void,
     size: usize,
 ) {
+    if !old.is_null() && (!new.is_null() || size == 0) {
+        recorder::on_realloc_done(g, old);
+    }
     if !new.is_null() {
         recorder::on_alloc(g, func, new, size);
     } else if !old.is_null() && size != 0 {

@@ -135,8 +135,10 @@ pub fn on_alloc(_inside: &guard::Guard, func: AllocFn, addr: *mut libc::c_void, 
 /// The thin sampling mode's allocation: counted; recorded only when sampled.
 #[inline(always)]
 fn thin_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize) {
-    let count = |usable| crate::record::sampling::thin_totals::alloc(size as u64, usable);
-    if let Some(usable) = thin_counted(addr, count) {
+    let Some(usable) = thin_usable(addr) else {
+        return;
+    };
+    if sampling::thin_alloc(addr as u64, size as u64, usable) {
         record_guarded(channel::heap_active, || {
             send_alloc(func, addr, size, stack_hash());
             channel::send(Msg::Record(Record::Usable(memshim_trace::Usable {
@@ -147,20 +149,15 @@ fn thin_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize) {
     }
 }
 
-/// The thin sampling mode's count of the block at `addr` (an allocation, a free, or the undoing of
-/// one): `count` gets its usable size; returns that size when the block is a sampled one, whose
-/// event must be recorded.
+/// The usable size of the block at `addr` when the thin sampling mode counts now (an allocation, a
+/// free, or the undoing of one) and the block is the allocator's.
 #[inline(always)]
-fn thin_counted(addr: *mut libc::c_void, count: impl FnOnce(u64)) -> Option<u64> {
+fn thin_usable(addr: *mut libc::c_void) -> Option<u64> {
     if !channel::heap_counting_guarded() {
         return None;
     }
     let usable = real::usable_size(addr) as u64;
-    if usable == 0 {
-        return None;
-    }
-    count(usable);
-    sampling::block_sampled(addr as u64, usable).then_some(usable)
+    (usable != 0).then_some(usable)
 }
 
 /// Sends an allocation's event, and with it the CPU it ran on when the block is large.
@@ -191,7 +188,8 @@ pub fn on_free(_inside: &guard::Guard, addr: *mut libc::c_void, realloc: bool) {
     if addr.is_null() {
         return;
     }
-    if sampling::thin() && thin_counted(addr, crate::record::sampling::thin_totals::free).is_none()
+    if sampling::thin()
+        && !thin_usable(addr).is_some_and(|u| sampling::thin_free(addr as u64, u, realloc))
     {
         return;
     }
@@ -205,10 +203,16 @@ pub fn on_free(_inside: &guard::Guard, addr: *mut libc::c_void, realloc: bool) {
     });
 }
 
+/// A realloc ended with its old block at `addr` gone (moved, or freed by a size of 0).
+pub fn on_realloc_done(_inside: &guard::Guard, addr: *mut libc::c_void) {
+    if sampling::thin() {
+        sampling::thin_realloc_done(addr as u64);
+    }
+}
+
 /// A realloc failed: the block whose free was already sent is still live.
 pub fn on_realloc_failed(_inside: &guard::Guard, addr: *mut libc::c_void) {
-    if sampling::thin()
-        && thin_counted(addr, crate::record::sampling::thin_totals::unfree).is_none()
+    if sampling::thin() && !thin_usable(addr).is_some_and(|u| sampling::thin_unfree(addr as u64, u))
     {
         return;
     }

@@ -4,13 +4,12 @@
 //!
 //! Two modes:
 //! - **thin** (the default): only sampled allocations, and the frees of sampled blocks, are recorded
-//!   as events; every other call is only counted (`thin_totals`). The free of a block must know
-//!   whether its allocation was sampled without a table of sampled blocks, so the decision is a
-//!   function of the block itself: its address (hashed with a per-process salt) and its usable size
-//!   (`malloc_usable_size`, which the free can ask again). A hashed address is a uniform draw, so each
-//!   allocation is still sampled with the probability above; but the draws of one address are one
-//!   draw: a loop that frees and allocates the same block has all its calls recorded or none
-//!   (estimates stay unbiased, their variance and the trace's size do not).
+//!   as events; every other call is only counted (`thin_totals`). Each thread counts down the usable
+//!   bytes it allocates (`malloc_usable_size`) from an exponential draw with the configured mean, in
+//!   its counting slot; the allocation that crosses zero is sampled, and noted in `sampled_blocks`,
+//!   where its free finds it. The exponential is memoryless, so each allocation is sampled with the
+//!   probability above, independently of every other: a loop that frees and allocates the same
+//!   block has its calls sampled one by one, as any other.
 //! - **every event** (`MEMSHIM_SAMPLE_EVENTS=all`): each thread counts down bytes allocated, and the
 //!   allocation that crosses zero has its stack taken; the next countdown is drawn from an
 //!   exponential distribution with the configured mean. Every allocation and free is still recorded
@@ -20,16 +19,18 @@
 //! The countdown lives in a `pthread_getspecific` slot (see `guard` for why not a thread-local),
 //! created once at start; values are plain integers stored in the pointer.
 #![allow(unsafe_code)]
+pub(crate) mod sampled_blocks;
 pub(crate) mod thin_totals;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+use sampled_blocks as sampled;
 
 const NO_KEY: u32 = u32::MAX;
 static KEY: AtomicU32 = AtomicU32::new(NO_KEY);
 static MEAN: AtomicU64 = AtomicU64::new(0);
 static SEED: AtomicU64 = AtomicU64::new(0x853c_49e6_748f_ea9b);
 static THIN: AtomicBool = AtomicBool::new(false);
-static SALT: AtomicU64 = AtomicU64::new(0);
 
 /// Turns sampling on with a mean of `mean` bytes (0 leaves it off); `thin` records only the sampled
 /// allocations as events.
@@ -43,9 +44,9 @@ pub fn init(mean: u64, thin: bool) {
                 "no thread-specific keys are left for counting allocations; every allocation is recorded",
             );
         } else {
-            // Another salt in each run: which addresses are sampled is not the same every time.
-            let salt = crate::sys::clock::monotonic_ns() ^ ((crate::sys::getpid() as u64) << 32);
-            SALT.store(mix(salt), Ordering::Relaxed);
+            // Other draws in each run.
+            let seed = crate::sys::clock::monotonic_ns() ^ ((crate::sys::getpid() as u64) << 32);
+            SEED.store(mix(seed), Ordering::Relaxed);
             MEAN.store(mean, Ordering::Release);
             THIN.store(true, Ordering::Release);
             return;
@@ -75,28 +76,33 @@ pub fn totals_record() -> Option<memshim_trace::Record> {
     thin().then(|| memshim_trace::Record::HeapTotals(thin_totals::totals()))
 }
 
-/// In the thin mode, whether the block at `addr` of `usable` bytes is a sampled one: the same answer
-/// when it is allocated and when it is freed.
+/// In the thin mode, an allocation of `size` bytes (`usable` given) at `addr`: counted; true when
+/// it is a sampled one, whose event must be recorded (and its free's).
 #[inline(always)]
-pub fn block_sampled(addr: u64, usable: u64) -> bool {
+pub fn thin_alloc(addr: u64, size: u64, usable: u64) -> bool {
     let mean = MEAN.load(Ordering::Relaxed);
-    decide(mix(addr ^ SALT.load(Ordering::Relaxed)), usable, mean)
+    thin_totals::alloc(size, usable, || draw(mean)) && sampled::insert(addr)
 }
 
-/// Sampled when `usable > mean * E`, with `E = -ln(U)` an exponential draw made of the hash `h`
-/// (U uniform in (0, 1]): true with probability `1 - exp(-usable / mean)`. Since `-ln(U) >= 1 - U`,
-/// a block no larger than `mean * (1 - U)` is rejected without a logarithm: most blocks, as they are
-/// far smaller than the mean.
+/// In the thin mode, the free of the block at `addr` of `usable` bytes (`realloc`: the free half
+/// of a realloc): counted; true when the block was a sampled one.
 #[inline(always)]
-fn decide(h: u64, usable: u64, mean: u64) -> bool {
-    let k = h >> 11; // 53 bits
-    let one_minus_u = (1u64 << 53) - 1 - k;
-    let floor = ((mean as u128 * one_minus_u as u128) >> 53) as u64;
-    if usable <= floor {
-        return false;
-    }
-    let u = (k as f64 + 1.0) / (1u64 << 53) as f64;
-    usable as f64 > mean as f64 * -u.ln()
+pub fn thin_free(addr: u64, usable: u64, realloc: bool) -> bool {
+    thin_totals::free(usable);
+    sampled::free(addr, realloc)
+}
+
+/// In the thin mode, a realloc of the block at `addr` failed: its free is taken back; true when the
+/// block is a sampled one.
+pub fn thin_unfree(addr: u64, usable: u64) -> bool {
+    thin_totals::unfree(usable);
+    sampled::realloc_failed(addr)
+}
+
+/// In the thin mode, a realloc of the block at `addr` ended without it (moved or freed).
+#[inline(always)]
+pub fn thin_realloc_done(addr: u64) {
+    sampled::realloc_done(addr);
 }
 
 /// MurmurHash3's 64-bit finaliser: a well-mixed hash of a heap address.
@@ -152,33 +158,24 @@ mod tests {
     }
 
     #[test]
-    fn address_decisions_sample_with_the_chance_the_size_gives() {
-        let mean = 4096;
-        for usable in [24u64, 1000, 4096, 40_000] {
-            let n = 200_000u64;
-            let hits = (0..n)
-                .filter(|&i| super::decide(super::mix(0x7f00_0000_0000 + 16 * i), usable, mean))
-                .count() as f64;
-            let p = 1.0 - (-(usable as f64) / mean as f64).exp();
-            let sd = (n as f64 * p * (1.0 - p)).sqrt().max(1.0);
-            assert!(
-                (hits - n as f64 * p).abs() < 5.0 * sd,
-                "usable {usable}: {hits} sampled of {n}, expected {}",
-                n as f64 * p
-            );
-        }
-    }
-
-    #[test]
-    fn the_quick_rejection_never_disagrees_with_the_exact_test() {
-        let mean = 512 << 10;
-        for i in 0..100_000u64 {
-            let h = super::mix(i);
-            for usable in [24u64, 4000, 300_000, 5 << 20] {
-                let u = ((h >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
-                let exact = usable as f64 > mean as f64 * -u.ln();
-                assert_eq!(super::decide(h, usable, mean), exact);
-            }
-        }
+    fn a_reused_size_is_sampled_call_by_call_with_the_chance_it_gives() {
+        assert!(super::thin_totals::init());
+        // One thread allocating the same 72 usable bytes over and over, as a loop that frees and
+        // allocates one block does: each call is a draw of its own.
+        let (n, usable, mean) = (200_000u64, 72u64, 4096u64);
+        let hits = std::thread::spawn(move || {
+            (0..n)
+                .filter(|_| super::thin_totals::alloc(64, usable, || super::draw(mean)))
+                .count() as f64
+        })
+        .join()
+        .expect("worker");
+        let p = 1.0 - (-(usable as f64) / mean as f64).exp();
+        let sd = (n as f64 * p * (1.0 - p)).sqrt();
+        assert!(
+            (hits - n as f64 * p).abs() < 8.0 * sd,
+            "{hits} sampled of {n}, expected {}",
+            n as f64 * p
+        );
     }
 }

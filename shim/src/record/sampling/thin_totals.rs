@@ -7,7 +7,7 @@
 //! nanoseconds. The sampler sums the slots. A thread's slot is handed back when it exits (a
 //! thread-specific key's destructor) and the next thread continues its counts, so sums never lose
 //! what an exited thread counted. Threads beyond the table's size share an overflow slot counted with
-//! atomic adds.
+//! atomic adds. The slot also holds the thread's countdown to its next sampled allocation.
 //!
 //! Never: allocate, or block. The counts survive a fork (the child's first totals hold what it
 //! inherited).
@@ -35,6 +35,8 @@ struct Slot {
     allocated_bytes: AtomicU64,
     allocated_usable: AtomicU64,
     freed_usable: AtomicU64,
+    /// Usable bytes left before the thread's next sampled allocation (0: none drawn yet).
+    countdown: AtomicU64,
 }
 
 impl Slot {
@@ -46,6 +48,7 @@ impl Slot {
             allocated_bytes: AtomicU64::new(0),
             allocated_usable: AtomicU64::new(0),
             freed_usable: AtomicU64::new(0),
+            countdown: AtomicU64::new(0),
         }
     }
 }
@@ -116,20 +119,38 @@ fn claim() -> usize {
                 .is_ok()
         {
             USED.fetch_max(i + 1, Ordering::Release);
+            // The counts carry on; the countdown is the new thread's own.
+            s.countdown.store(0, Ordering::Relaxed);
             return i;
         }
     }
     SLOTS
 }
 
-/// Counts an allocation of `size` bytes asked for, `usable` bytes given.
+/// Counts an allocation of `size` bytes asked for, `usable` bytes given, and counts its usable
+/// bytes down to the thread's next sample: true when this allocation is the sampled one (the
+/// countdown crossed zero; the next is drawn by `draw`). Threads in the shared slot share a
+/// countdown too, read and written without a read-modify-write: a race there only moves a sample.
 #[inline(always)]
-pub fn alloc(size: u64, usable: u64) {
-    if let Some((s, shared)) = slot() {
-        add(&s.allocations, 1, shared);
-        add(&s.allocated_bytes, size, shared);
-        add(&s.allocated_usable, usable, shared);
-    }
+pub fn alloc(size: u64, usable: u64, draw: impl Fn() -> u64) -> bool {
+    let Some((s, shared)) = slot() else {
+        return false;
+    };
+    add(&s.allocations, 1, shared);
+    add(&s.allocated_bytes, size, shared);
+    add(&s.allocated_usable, usable, shared);
+    let left = s.countdown.load(Ordering::Relaxed);
+    let (left, sampled) = match left.checked_sub(usable) {
+        Some(r) if r > 0 => (r, false),
+        // None drawn yet (a thread's first allocation): draw, and count this one down from it.
+        _ if left == 0 => match draw().checked_sub(usable) {
+            Some(r) if r > 0 => (r, false),
+            _ => (draw(), true),
+        },
+        _ => (draw(), true),
+    };
+    s.countdown.store(left, Ordering::Relaxed);
+    sampled
 }
 
 /// Counts a free of a block of `usable` bytes.
@@ -192,7 +213,7 @@ mod tests {
             .map(|_| {
                 std::thread::spawn(|| {
                     for _ in 0..1000 {
-                        alloc(10, 24);
+                        alloc(10, 24, || 1000);
                     }
                     for _ in 0..400 {
                         free(24);
@@ -211,7 +232,20 @@ mod tests {
         assert_eq!(after.allocated_usable - before.allocated_usable, 96_000);
         assert_eq!(after.freed_usable - before.freed_usable, 4 * 399 * 24);
         // The exited threads' slots were handed back, and a new thread reuses one, counting on.
-        std::thread::spawn(|| alloc(1, 24)).join().expect("reuse");
+        std::thread::spawn(|| alloc(1, 24, || 1000))
+            .join()
+            .expect("reuse");
         assert_eq!(totals().allocations - before.allocations, 4001);
+    }
+
+    #[test]
+    fn the_allocation_that_crosses_zero_is_sampled_and_the_next_countdown_drawn() {
+        assert!(init());
+        let got: Vec<bool> = std::thread::spawn(|| (0..8).map(|_| alloc(30, 30, || 100)).collect())
+            .join()
+            .expect("worker");
+        // 100 - 30 - 30 - 30 leaves 10: the fourth crosses zero, and the countdown starts again.
+        let f = false;
+        assert_eq!(got, [f, f, f, true, f, f, f, true]);
     }
 }
