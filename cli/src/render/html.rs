@@ -1,6 +1,7 @@
 //! HTML: one self-contained page that opens offline (no network, no CDN): memory over time with the
-//! peaks marked, sortable tables of leak, growth and transfer sites, and flame graphs of the heap live
-//! at the peak and at exit. The page is `report.html` with the report's JSON embedded; its script draws everything.
+//! peaks marked, sortable tables of leak, growth and transfer sites, and an interactive flame graph
+//! of the heap (live at the peak, at exit, or allocated; zoom and search) drawn from the report's
+//! merged trees. The page is `report.html` with the report's JSON embedded; its script draws everything.
 use std::collections::HashMap;
 use std::io::{self, Write};
 
@@ -33,6 +34,12 @@ fn trim(v: &mut serde_json::Value) {
             items.iter_mut().for_each(trim);
         }
         Value::Object(map) => {
+            // A flame graph's frame (see `report::flame`).
+            if map.contains_key("children") {
+                if let Some(Value::String(name)) = map.get_mut("name") {
+                    shorten(name);
+                }
+            }
             for (k, val) in map.iter_mut() {
                 if k == "frames" {
                     if let Value::Array(frames) = val {
@@ -74,10 +81,15 @@ fn slim_frame(f: &mut serde_json::Value) {
     map.remove("hidden");
     for key in ["function", "file", "short_file"] {
         if let Some(serde_json::Value::String(s)) = map.get_mut(key) {
-            if s.chars().count() > MAX_NAME {
-                *s = format!("{}…", s.chars().take(MAX_NAME - 1).collect::<String>());
-            }
+            shorten(s);
         }
+    }
+}
+
+/// Cuts `s` to [`MAX_NAME`] characters, the last an ellipsis.
+fn shorten(s: &mut String) {
+    if s.chars().count() > MAX_NAME {
+        *s = format!("{}…", s.chars().take(MAX_NAME - 1).collect::<String>());
     }
 }
 
@@ -177,5 +189,19 @@ mod tests {
             .as_array()
             .unwrap();
         assert_eq!(series.len(), 3000, "only site lists are cut");
+    }
+
+    #[test]
+    fn flame_graph_names_are_cut_like_frame_names() {
+        let long = "t".repeat(400);
+        let mut v = serde_json::json!({"processes": [{"flame": {"peak": {"bytes": 5, "children": [
+            {"name": long, "kind": "native", "bytes": 5, "blocks": 1, "children": [
+                {"name": "leaf", "kind": "native", "bytes": 5, "blocks": 1, "children": []}]}]}}}]});
+        trim(&mut v);
+        let top = &v["processes"][0]["flame"]["peak"]["children"][0];
+        assert_eq!(top["name"].as_str().unwrap().chars().count(), MAX_NAME);
+        assert!(top["name"].as_str().unwrap().ends_with('…'));
+        assert_eq!(top["children"][0]["name"], "leaf");
+        assert_eq!(top["bytes"], 5);
     }
 }
