@@ -7,6 +7,7 @@
 
 mod attach;
 mod bounds;
+mod cdp;
 mod cli_docs;
 mod cuda;
 mod cuda_timing;
@@ -23,6 +24,7 @@ mod memory_system;
 mod numa;
 mod numa_qemu;
 mod owners;
+mod page;
 
 mod process;
 mod pytest_plugin;
