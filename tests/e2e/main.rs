@@ -14,6 +14,7 @@ mod cuda_timing;
 mod cupti;
 mod exports;
 mod first_screen;
+mod flamegraph;
 mod formats;
 mod frames;
 mod gate;

@@ -35,7 +35,7 @@ fn trim(v: &mut serde_json::Value) {
         }
         Value::Object(map) => {
             // A flame graph's frame (see `report::flame`).
-            if map.contains_key("children") {
+            if map.contains_key("parent") {
                 if let Some(Value::String(name)) = map.get_mut("name") {
                     shorten(name);
                 }
@@ -194,14 +194,15 @@ mod tests {
     #[test]
     fn flame_graph_names_are_cut_like_frame_names() {
         let long = "t".repeat(400);
-        let mut v = serde_json::json!({"processes": [{"flame": {"peak": {"bytes": 5, "children": [
-            {"name": long, "kind": "native", "bytes": 5, "blocks": 1, "children": [
-                {"name": "leaf", "kind": "native", "bytes": 5, "blocks": 1, "children": []}]}]}}}]});
+        let mut v = serde_json::json!({"processes": [{"flame": {"peak": {"bytes": 5, "nodes": [
+            {"name": long, "kind": "native", "bytes": 5, "blocks": 1, "parent": null},
+            {"name": "leaf", "kind": "native", "bytes": 5, "blocks": 1, "parent": 0}]}}}]});
         trim(&mut v);
-        let top = &v["processes"][0]["flame"]["peak"]["children"][0];
+        let nodes = &v["processes"][0]["flame"]["peak"]["nodes"];
+        let top = &nodes[0];
         assert_eq!(top["name"].as_str().unwrap().chars().count(), MAX_NAME);
         assert!(top["name"].as_str().unwrap().ends_with('…'));
-        assert_eq!(top["children"][0]["name"], "leaf");
+        assert_eq!(nodes[1]["name"], "leaf");
         assert_eq!(top["bytes"], 5);
     }
 }

@@ -120,62 +120,64 @@ fn tree(stacks: impl Iterator<Item = (Vec<(String, &'static str)>, u64, u64)>) -
     let total = nodes[0].bytes;
     let mut cut = total.div_ceil(CUT_SHARE).max(1);
     loop {
-        let mut kept = 0;
+        let mut out = Vec::new();
         let mut merged = 0;
-        let children = cut_children(&nodes, 0, cut, &mut kept, &mut merged);
-        if kept <= MAX_NODES || cut >= total {
+        cut_children(&nodes, 0, None, cut, &mut out, &mut merged);
+        if out.len() <= MAX_NODES || cut >= total {
             return FlameTree {
                 bytes: total,
                 blocks: nodes[0].blocks,
                 cut_below_bytes: cut,
                 merged_frames: merged,
-                children,
+                nodes: out,
             };
         }
         cut = cut.saturating_mul(2);
     }
 }
 
-/// The children of `at` heaviest first (ties by name), those under `cut` merged into one "other".
+/// Appends the children of `at` to `out` depth first, heaviest first (ties by name), those under
+/// `cut` merged into one "other" after them.
 fn cut_children(
     nodes: &[Whole],
     at: usize,
+    parent: Option<u32>,
     cut: u64,
-    kept: &mut usize,
+    out: &mut Vec<FlameNode>,
     merged: &mut u64,
-) -> Vec<FlameNode> {
-    let mut kids: Vec<&Whole> = nodes[at].kids.values().map(|&i| &nodes[i]).collect();
-    kids.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
-    let mut out = Vec::new();
+) {
+    let mut kids: Vec<usize> = nodes[at].kids.values().copied().collect();
+    kids.sort_by(|&a, &b| {
+        (nodes[b].bytes.cmp(&nodes[a].bytes)).then_with(|| nodes[a].name.cmp(&nodes[b].name))
+    });
     let mut other = FlameNode {
         name: "other".into(),
         kind: "other",
         bytes: 0,
         blocks: 0,
-        children: Vec::new(),
+        parent,
     };
     for k in kids {
-        if k.bytes >= cut {
-            *kept += 1;
-            let i = nodes[at].kids[&k.name];
+        let n = &nodes[k];
+        if n.bytes >= cut {
+            let index = out.len() as u32;
             out.push(FlameNode {
-                name: k.name.clone(),
-                kind: k.kind,
-                bytes: k.bytes,
-                blocks: k.blocks,
-                children: cut_children(nodes, i, cut, kept, merged),
+                name: n.name.clone(),
+                kind: n.kind,
+                bytes: n.bytes,
+                blocks: n.blocks,
+                parent,
             });
+            cut_children(nodes, k, Some(index), cut, out, merged);
         } else {
-            other.bytes += k.bytes;
-            other.blocks += k.blocks;
-            *merged += subtree_size(nodes, nodes[at].kids[&k.name]);
+            other.bytes += n.bytes;
+            other.blocks += n.blocks;
+            *merged += subtree_size(nodes, k);
         }
     }
     if other.bytes > 0 {
-        *kept += 1;
         out.push(other);
     }
-    out
 }
 
 fn subtree_size(nodes: &[Whole], at: usize) -> u64 {
@@ -198,6 +200,14 @@ mod tests {
         )
     }
 
+    /// (name, bytes, blocks, parent) of every node.
+    fn flat(t: &FlameTree) -> Vec<(&str, u64, u64, Option<u32>)> {
+        t.nodes
+            .iter()
+            .map(|n| (n.name.as_str(), n.bytes, n.blocks, n.parent))
+            .collect()
+    }
+
     #[test]
     fn stacks_through_one_function_merge_into_one_frame() {
         let t = tree(
@@ -209,18 +219,15 @@ mod tests {
             .into_iter(),
         );
         assert_eq!((t.bytes, t.blocks, t.cut_below_bytes), (1000, 6, 1));
-        let main = &t.children[0];
         assert_eq!(
-            (main.name.as_str(), main.bytes, main.blocks),
-            ("main", 1000, 6)
+            flat(&t),
+            [
+                ("main", 1000, 6, None),
+                ("save", 600, 2, Some(0)),
+                ("load", 400, 4, Some(0)),
+                ("parse", 300, 3, Some(2)),
+            ]
         );
-        let kids: Vec<(&str, u64)> = main
-            .children
-            .iter()
-            .map(|k| (k.name.as_str(), k.bytes))
-            .collect();
-        assert_eq!(kids, [("save", 600), ("load", 400)]);
-        assert_eq!(main.children[1].children[0].bytes, 300);
     }
 
     #[test]
@@ -234,11 +241,27 @@ mod tests {
         assert_eq!(t.cut_below_bytes, 1001);
         // Each tiny function and the frame under it.
         assert_eq!(t.merged_frames, 100);
-        let main = &t.children[0];
-        assert_eq!(main.children.len(), 2);
-        let other = &main.children[1];
-        assert_eq!((other.kind, other.bytes, other.blocks), ("other", 500, 50));
-        assert!(other.children.is_empty());
+        assert_eq!(
+            flat(&t),
+            [
+                ("main", 1_000_500, 51, None),
+                ("big", 1_000_000, 1, Some(0)),
+                ("other", 500, 50, Some(0)),
+            ]
+        );
+        assert_eq!(t.nodes[2].kind, "other");
+    }
+
+    #[test]
+    fn a_deep_stack_stays_flat_in_json() {
+        let names: Vec<String> = (0..300).map(|d| format!("f{d}")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let t = tree(vec![stack(&names, 8, 1)].into_iter());
+        assert_eq!(t.nodes.len(), 300);
+        assert_eq!(t.nodes[299].parent, Some(298));
+        let json = serde_json::to_string(&t).unwrap();
+        let back: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(back["nodes"][299]["name"], "f299");
     }
 
     #[test]
@@ -254,7 +277,6 @@ mod tests {
         let t = tree(stacks.into_iter());
         assert_eq!(t.cut_below_bytes, 16);
         assert_eq!(t.merged_frames, 3200);
-        assert_eq!(t.children.len(), 1);
-        assert_eq!((t.children[0].kind, t.children[0].bytes), ("other", 8000));
+        assert_eq!(flat(&t), [("other", 8000, 800, None)]);
     }
 }

@@ -11,7 +11,9 @@ pub struct FlameSection {
     pub allocated: FlameTree,
 }
 
-/// One flame graph. Its root is the whole of `bytes`; its `children` are the outermost frames shown.
+/// One flame graph: its root is the whole of `bytes`. The frames are a flat list, each naming its
+/// parent, because a tree nested as deep as its stacks (hundreds of frames) would be deeper than
+/// common JSON readers accept (serde_json stops at 128 levels).
 #[derive(Serialize, Debug, Default, Clone, PartialEq)]
 pub struct FlameTree {
     pub bytes: u64,
@@ -21,7 +23,8 @@ pub struct FlameTree {
     pub cut_below_bytes: u64,
     /// How many frames (counting each frame's own subtree) went into "other" nodes.
     pub merged_frames: u64,
-    pub children: Vec<FlameNode>,
+    /// Depth first: every frame after its parent, a frame's children heaviest first.
+    pub nodes: Vec<FlameNode>,
 }
 
 /// A frame with every stack that passes through it merged: native frames by function (or
@@ -33,5 +36,6 @@ pub struct FlameNode {
     pub kind: &'static str,
     pub bytes: u64,
     pub blocks: u64,
-    pub children: Vec<FlameNode>,
+    /// The index in `nodes` of the frame that called this one; null for the outermost frames.
+    pub parent: Option<u32>,
 }
