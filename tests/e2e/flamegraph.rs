@@ -67,7 +67,7 @@ fn export_flamegraph_draws_the_reports_tree_with_each_frames_bytes_in_its_title(
         // inferno writes thousands with commas.
         let mut grouped = String::new();
         for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i) % 3 == 0 {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
                 grouped.push(',');
             }
             grouped.push(c);
