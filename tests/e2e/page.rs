@@ -178,3 +178,77 @@ fn the_pages_flame_graph_zooms_and_searches_in_chromium() {
         Some(bytes_of(&flame["allocated"]))
     );
 }
+
+#[test]
+fn a_page_that_cuts_a_list_says_how_much_it_shows() {
+    let dir = TestDir::new("a_page_that_cuts_a_list_says_how_much_it_shows");
+    let prog = dir.compile("many_sites.c");
+    memshim_run_ok(&dir, &prog, &[] as &[&str]);
+    let report = report_json(&dir.traces());
+    let p = &report["processes"][0];
+    let sites = p["leaks"]["host"]["sites"].as_array().expect("sites");
+    let ours = sites
+        .iter()
+        .filter(|s| {
+            s["frames"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|f| f["function"] == "leak_sites")
+        })
+        .count();
+    assert_eq!(ours, 150);
+    let page = dir.path("report.html");
+    run_ok(
+        memshim_cmd()
+            .args(["report", "--format", "html", "-o"])
+            .arg(&page)
+            .arg(dir.traces()),
+    );
+    let html = std::fs::read_to_string(&page).expect("the page");
+    assert!(html.len() < 2_000_000, "{} bytes", html.len());
+    let Some(program) = chromium() else {
+        eprintln!("chromium not installed: the page was not opened");
+        return;
+    };
+    let mut b = Browser::launch(program, &dir.path("profile"), 1200, 900);
+    b.open(
+        &format!("file://{}", page.display()),
+        "document.body.dataset.rendered === 'ok'",
+    );
+    assert_eq!(
+        b.eval("document.body.dataset.error || ''"),
+        "",
+        "a script error"
+    );
+    assert_eq!(
+        text(&mut b, ".process .cut"),
+        format!(
+            "showing 100 of {} sites, largest first (the JSON report has them all)",
+            sites.len()
+        )
+    );
+    // The contents link to the overview and to the process, whose row in the overview links there.
+    let pid = p["pid"].as_u64().expect("pid");
+    let links = b.eval("[...document.querySelectorAll('#contents > ol > li > a')].map(a => a.getAttribute('href'))");
+    assert!(
+        links
+            .as_array()
+            .is_some_and(|l| l.contains(&format!("#pid-{pid}").into())),
+        "{links}"
+    );
+    assert!(
+        links
+            .as_array()
+            .is_some_and(|l| l.contains(&"#overview".into())),
+        "{links}"
+    );
+    b.click(&format!("#overview a[href=\"#pid-{pid}\"]"));
+    assert_eq!(b.eval("location.hash"), format!("#pid-{pid}"));
+    // The flame graph merges the 150 sites into one frame.
+    b.click(".flamegraph button[data-metric=\"leaked\"]");
+    assert_eq!(
+        b.eval("(d => d && [Number(d.dataset.bytes), Number(d.dataset.blocks)])(document.querySelector('.flamegraph .flame > div[data-name=\"leak_sites\"]'))"),
+        serde_json::json!([181_200, 150])
+    );
+}

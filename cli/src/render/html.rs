@@ -40,6 +40,23 @@ fn trim(v: &mut serde_json::Value) {
                     shorten(name);
                 }
             }
+            // A list of sites cut to MAX_ROWS says how long it was, as `<key>_total`, so that the
+            // page can say "showing 100 of 549".
+            let cut: Vec<(String, usize)> = map
+                .iter()
+                .filter_map(|(k, val)| match val {
+                    Value::Array(items)
+                        if items.len() > MAX_ROWS
+                            && items.first().is_some_and(|i| i.get("frames").is_some()) =>
+                    {
+                        Some((format!("{k}_total"), items.len()))
+                    }
+                    _ => None,
+                })
+                .collect();
+            for (k, n) in cut {
+                map.insert(k, n.into());
+            }
             for (k, val) in map.iter_mut() {
                 if k == "frames" {
                     if let Value::Array(frames) = val {
@@ -180,6 +197,7 @@ mod tests {
             .as_array()
             .unwrap();
         assert_eq!(sites.len(), MAX_ROWS);
+        assert_eq!(v["processes"][0]["leaks"]["host"]["sites_total"], 1000);
         assert_eq!(sites[0]["frames"].as_array().unwrap().len(), MAX_FRAMES);
         let f = &sites[0]["frames"][0];
         assert_eq!(f["function"].as_str().unwrap().chars().count(), MAX_NAME);
