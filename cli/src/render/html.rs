@@ -8,8 +8,11 @@ use std::io::{self, Write};
 use super::Render;
 use crate::report::model::Report;
 
-/// The page, with `/*MEMSHIM_DATA*/` where the report's JSON goes.
+/// The page, with `/*MEMSHIM_DATA*/` where the report's JSON goes and `/*MEMSHIM_FLAME_GRAPH*/`
+/// where the flame graph's script goes.
 const PAGE: &str = include_str!("report.html");
+/// The interactive flame graph (`flameGraph(process)`), a script of its own beside the page's.
+const FLAME_GRAPH: &str = include_str!("flame_graph.js");
 
 /// The HTML renderer.
 pub struct Html;
@@ -160,9 +163,13 @@ impl Render for Html {
         let (before, after) = PAGE
             .split_once("/*MEMSHIM_DATA*/")
             .ok_or_else(|| io::Error::other("the HTML template has no data placeholder"))?;
-        out.write_all(before.as_bytes())?;
-        out.write_all(json.as_bytes())?;
-        out.write_all(after.as_bytes())
+        let (between, after) = after
+            .split_once("/*MEMSHIM_FLAME_GRAPH*/")
+            .ok_or_else(|| io::Error::other("the HTML template has no flame graph placeholder"))?;
+        for part in [before, &json, between, FLAME_GRAPH, after] {
+            out.write_all(part.as_bytes())?;
+        }
+        Ok(())
     }
 }
 
