@@ -1,4 +1,3 @@
-"use strict";
 // An interactive flame graph of one process's heap, drawn from the report's merged trees: root at
 // the top, each frame as wide as the bytes below it. Buttons pick the weighting, a click on a frame
 // zooms into it (the crumbs and "reset zoom" zoom out), the search box marks the frames whose name
@@ -98,3 +97,4 @@ function flameGraph(p) {
   draw();
   return box;
 }
+

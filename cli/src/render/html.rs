@@ -11,7 +11,8 @@ use crate::report::model::Report;
 /// The page, with `/*MEMSHIM_DATA*/` where the report's JSON goes and `/*MEMSHIM_FLAME_GRAPH*/`
 /// where the flame graph's script goes.
 const PAGE: &str = include_str!("report.html");
-/// The interactive flame graph (`flameGraph(process)`), a script of its own beside the page's.
+/// The interactive flame graph (`flameGraph(process)`), put at the head of the page's script (the
+/// page has exactly two script elements: its data and its code).
 const FLAME_GRAPH: &str = include_str!("flame_graph.js");
 
 /// The HTML renderer.
