@@ -3,12 +3,15 @@
 # run under memshim with the native allocator and with expandable segments; prints the key lines of
 # each report (the PyTorch section) and keeps the JSON reports under $OUT.
 #   OUT=/some/dir [MODES="native expandable"] [PROGS="clone_leak ..."] [TRACES=1] bash scripts/h200/torch_allocator.sh
+# EX=examples/python/torch_variants NAME=torch_variants runs another set (all its programs unless
+# PROGS names some), writing $OUT/$NAME.txt.
 # TRACES=1 also packs the traces into $OUT/traces.tgz.* (15 MiB pieces) to report on elsewhere;
 # REPORTS=0 leaves the reports to be made there (saves the GPU machine's time).
 set -u
 . scripts/h200/env.sh
-ex=examples/python/torch_alloc
-w=/tmp/memshim-torch && rm -rf "$w" && mkdir -p "$w"
+ex=${EX:-examples/python/torch_alloc}
+name=${NAME:-torch_allocator}
+w=/tmp/memshim-$name && rm -rf "$w" && mkdir -p "$w"
 export PYTHONUNBUFFERED=1
 {
     python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))'
@@ -18,7 +21,9 @@ export PYTHONUNBUFFERED=1
         else
             unset PYTORCH_CUDA_ALLOC_CONF
         fi
-        for prog in ${PROGS:-clone_leak losses_kept host_growth_released oom_fragmentation oom_capacity train_steps dataloader_workers}; do
+        default="clone_leak losses_kept host_growth_released oom_fragmentation oom_capacity train_steps dataloader_workers"
+        [ -n "${EX:-}" ] && default=$(cd "$ex" && ls *.py | sed 's/\.py$//')
+        for prog in ${PROGS:-$default}; do
             echo "=== $prog ($mode)"
             t0=$(date +%s%N)
             timeout "${PROG_TIMEOUT:-120}" "$M" run -q -o "$w/$mode.$prog" -- python3 "$ex/$prog.py" 2>&1 | tail -3
@@ -30,13 +35,15 @@ export PYTHONUNBUFFERED=1
                 grep -E '^pytorch|GPU [0-9]:|held at the peak|tensors held|^  #|released growth|growing until|OOM on|verdict|held #|outside|^        [a-zA-Z_<].*py:[0-9]|^            [a-z].*(c10|Allocator)|^  (steps|by role)|by role:|a step at|released' |
                 head -60
             sed -n '/^processes/,/^$/p;/^growth/,/^[a-z]/p' "$w/$mode.$prog.txt" | grep -E 'processes|pid|worker|released|grew' | head -12
+            echo "--- first screen"
+            sed -n '1,/^== /p' "$w/$mode.$prog.txt" | head -30
         done
     done
-    [ -n "${PROGS:-}" ] && exit 0
+    [ -n "${PROGS:-}${EX:-}" ] && exit 0
     echo "=== cudaMallocAsync backend (clone_leak)"
     PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync "$M" run -q -o "$w/async.clone_leak" -- python3 "$ex/clone_leak.py" 2>&1 | tail -2
     "$M" report "$w/async.clone_leak" 2>&1 | grep -E '^pytorch|^device|leaked device|clone_leak.py' | head -12
-} 2>&1 | tee "$OUT/torch_allocator.txt"
+} 2>&1 | tee "$OUT/$name.txt"
 [ "${REPORTS:-1}" = 0 ] || tar czf "$OUT/torch_reports.tgz" -C "$w" $(cd "$w" && ls *.json *.txt)
 if [ "${TRACES:-0}" = 1 ]; then
     tar czf - -C "$w" $(cd "$w" && ls -d */) | split -b 15M - "$OUT/traces.tgz."

@@ -205,6 +205,42 @@ fn tensors_by_the_line_that_holds_them_growth_given_back_and_oom_verdicts() {
         assert_eq!(python_frames(frag)[0], here("fragment", 63));
         assert_eq!(python_frames(cap)[0], here("capacity", 68));
     }
+    // The verdict tells it by the tensors: each OOM with the fix of its own verdict, what was held
+    // at exit as held (not leaked), and none of the driver-level items of the cache's segments.
+    let report = report_json(&dir.traces());
+    let verdict = report["verdict"].as_array().expect("verdict");
+    let kinds: Vec<&str> = verdict.iter().filter_map(|v| v["kind"].as_str()).collect();
+    for gone in ["device_leak", "out_of_memory", "size_churn", "torch_held"] {
+        assert!(!kinds.contains(&gone), "{gone} in {kinds:?}");
+    }
+    let of = |kind: &str, bytes: u64| {
+        verdict
+            .iter()
+            .find(|v| v["kind"] == kind && v["bytes"] == bytes)
+            .unwrap_or_else(|| panic!("no {kind} of {bytes} B in {verdict:?}"))
+    };
+    let frag_item = of("torch_oom", 41943040);
+    assert_eq!(frag_item["severity"], "high");
+    assert!(frag_item["fix"]
+        .as_str()
+        .unwrap()
+        .contains("expandable_segments:True"));
+    assert!(of("torch_oom", 1073741824)["fix"]
+        .as_str()
+        .unwrap()
+        .starts_with("the live tensors alone do not fit"));
+    let held_item = of("held_at_exit", 79692176);
+    assert_eq!(held_item["severity"], "low");
+    assert!(
+        held_item["text"]
+            .as_str()
+            .unwrap()
+            .contains("in 14 tensors; the most at "),
+        "{held_item}"
+    );
+    if exact {
+        assert_eq!(held_item["site"], "fragment (torch_standin.py:59)");
+    }
 }
 
 #[test]

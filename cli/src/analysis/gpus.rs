@@ -20,6 +20,10 @@ pub struct Track {
     pub pcie_rx: Series,
     /// Memory the driver counted for this process over time, when it said.
     pub process: Series,
+    /// True from the first reading in which the driver counted memory for this process: the
+    /// utilisation sums start there, so the seconds an interpreter spends importing before it makes a
+    /// CUDA context do not make a busy GPU look idle.
+    pub active: bool,
     /// Readings with utilisation, and the sums of GPU and memory utilisation (percent) over them.
     pub util_samples: u64,
     pub gpu_util_sum: u64,
@@ -47,6 +51,14 @@ impl Gpus {
                 k.peak_used = (t, s.used_bytes);
             }
             if let Some(b) = s.process_bytes {
+                if b > 0 && !k.active {
+                    k.active = true;
+                    k.util_samples = 0;
+                    k.gpu_util_sum = 0;
+                    k.memory_util_sum = 0;
+                    k.busy_samples = 0;
+                    k.busy_memory_util_sum = 0;
+                }
                 if k.peak_process.is_none_or(|(_, p)| b > p) {
                     k.peak_process = Some((t, b));
                 }
@@ -106,5 +118,20 @@ mod tests {
             (3, 240, 150)
         );
         assert_eq!((k.busy_samples, k.busy_memory_util_sum), (3, 150));
+    }
+
+    #[test]
+    fn utilisation_counts_from_the_process_first_holding_device_memory() {
+        let mut g = Gpus::default();
+        // Two readings while the program imports (no context yet), idle; then two busy ones.
+        g.sample(10, &[sample(100, None, 0)]);
+        g.sample(20, &[sample(100, Some(0), 0)]);
+        g.sample(30, &[sample(200, Some(80), 9)]);
+        g.sample(40, &[sample(200, Some(80), 8)]);
+        let k = &g.tracks[&0];
+        assert!(k.active);
+        assert_eq!(k.samples, 4);
+        assert_eq!((k.util_samples, k.gpu_util_sum), (2, 170));
+        assert_eq!(k.busy_samples, 2);
     }
 }

@@ -50,7 +50,11 @@ const MIN_UTIL_SAMPLES: u64 = 10;
 /// seed's checklist asks: a GPU idle most of the time (input-bound), memory busy whenever kernels run
 /// (bandwidth-bound), memory nearly full (capacity-bound).
 pub fn findings(gpus: &[GpuOut], accounted_peak: u64) -> Vec<Finding> {
-    let mut out: Vec<Finding> = gpus.iter().filter_map(bound).collect();
+    let mut out: Vec<Finding> = gpus
+        .iter()
+        .flat_map(|g| [full(g), bound(g)])
+        .flatten()
+        .collect();
     let counted: u64 = gpus.iter().filter_map(|g| g.peak_process_bytes).sum();
     if counted < accounted_peak + UNACCOUNTED_MIN {
         return out;
@@ -67,22 +71,38 @@ pub fn findings(gpus: &[GpuOut], accounted_peak: u64) -> Vec<Finding> {
     out
 }
 
-/// The one statement about what bounds a GPU, from its utilisation readings, if any applies.
+/// A GPU nearly full at its peak. Capacity is about space and the other two about time, so a job
+/// can be both at capacity and waiting on its input: each is said.
+fn full(g: &GpuOut) -> Option<Finding> {
+    if g.samples < MIN_UTIL_SAMPLES
+        || g.total_bytes == 0
+        || g.peak_used_bytes * 100 < g.total_bytes * 95
+    {
+        return None;
+    }
+    let own = g
+        .peak_process_bytes
+        .filter(|&b| b < g.peak_used_bytes)
+        .map(|b| format!(" ({} of it this process's)", human_bytes(b)))
+        .unwrap_or_default();
+    Some(Finding {
+        kind: "capacity_bound",
+        text: format!(
+            "GPU {} ran with up to {} of its {} in use (NVML){own}: at capacity, a larger batch or model will not fit; look at the largest device sites and the out-of-memory retries above",
+            g.index,
+            human_bytes(g.peak_used_bytes),
+            human_bytes(g.total_bytes)
+        ),
+        bytes: Some(g.peak_used_bytes),
+        ..Default::default()
+    })
+}
+
+/// What bounds a GPU's time, from its utilisation readings (counted from when the process first
+/// held device memory), if either applies: idle (input-bound) or memory busy while kernels ran.
 fn bound(g: &GpuOut) -> Option<Finding> {
     if g.samples < MIN_UTIL_SAMPLES {
         return None;
-    }
-    let full = g.total_bytes > 0 && g.peak_used_bytes * 100 >= g.total_bytes * 95;
-    if full {
-        return Some(Finding {
-            kind: "capacity_bound",
-            text: format!(
-                "GPU {} ran with up to {} of its {} in use (NVML): at capacity, a larger batch or model will not fit; look at the largest device sites and the out-of-memory retries above",
-                g.index,
-                human_bytes(g.peak_used_bytes),
-                human_bytes(g.total_bytes)
-            ),
-         ..Default::default() });
     }
     let gpu = g.mean_gpu_util?;
     if gpu < 30.0 {
@@ -161,7 +181,15 @@ mod tests {
         let kinds = |g: GpuOut| findings(&[g], 0).iter().map(|f| f.kind).collect::<Vec<_>>();
         assert_eq!(kinds(with(12.0, 5.0, 1 << 30)), vec!["gpu_idle"]);
         assert_eq!(kinds(with(90.0, 93.0, 1 << 30)), vec!["bandwidth_bound"]);
-        assert_eq!(kinds(with(90.0, 93.0, 79 << 30)), vec!["capacity_bound"]);
+        assert_eq!(
+            kinds(with(90.0, 93.0, 79 << 30)),
+            vec!["capacity_bound", "bandwidth_bound"]
+        );
+        assert_eq!(
+            kinds(with(12.0, 5.0, 79 << 30)),
+            vec!["capacity_bound", "gpu_idle"]
+        );
+        assert_eq!(kinds(with(90.0, 40.0, 79 << 30)), vec!["capacity_bound"]);
         assert!(
             kinds(with(90.0, 40.0, 1 << 30)).is_empty(),
             "busy, not bound by memory"

@@ -18,7 +18,10 @@ const DEVICE_MIN_BYTES: u64 = 1 << 20;
 /// The growth section of one process.
 pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
     let start = t.header.clock_start_ns;
-    let host_sites = regroup(t.heap.sites(), &t.py_groups);
+    let host_sites = regroup(
+        t.heap.sites(),
+        &super::sites::weighted_groups(t, t.heap.sites()),
+    );
     let host = growing(
         host_sites.iter().map(|(k, v)| (*k, v)),
         t.heap.last_t,
@@ -29,7 +32,7 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
         .filter_map(|k| t.device.kinds.get(k))
         .collect();
     let dev_merged = merge_sites(dev_heaps.iter().map(|h| h.sites()));
-    let dev_sites = regroup(&dev_merged, &t.py_groups);
+    let dev_sites = regroup(&dev_merged, &super::sites::weighted_groups(t, &dev_merged));
     let dev_end = dev_heaps.iter().map(|h| h.last_t).max().unwrap_or(0);
     let device = growing(
         dev_sites.iter().map(|(k, v)| (*k, v)),

@@ -8,13 +8,24 @@ use crate::analysis::{live_sites, SiteStats};
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
 
-/// The live sites of one class of memory (host heap, mappings, a device kind), symbolized.
+/// The live sites of one class of memory (host heap, mappings, a device kind), symbolized; in a
+/// Python process each Python location shows the native frames of its largest stack of this class.
 pub fn leak_class(
     t: &Replayed,
     sym: &mut Symbolizer,
     sites: &HashMap<u32, SiteStats>,
 ) -> LeakClass {
-    leak_class_grouped(t, sym, sites, &t.py_groups)
+    leak_class_grouped(t, sym, sites, &weighted_groups(t, sites))
+}
+
+/// The Python-location groups of `sites`, each represented by the stack that allocated the most
+/// among them (not by whichever stack of any kind of memory reached the line first): the native
+/// frames shown under a device site are a device allocation's. Empty without Python frames.
+pub fn weighted_groups(t: &Replayed, sites: &HashMap<u32, SiteStats>) -> HashMap<u32, u32> {
+    if t.py_groups.is_empty() {
+        return HashMap::default();
+    }
+    crate::analysis::python_sites::groups_by_weight(&t.stacks, sites)
 }
 
 /// As [`leak_class`], with the stacks of each Python location grouped as `groups` says.

@@ -153,22 +153,25 @@ fn growth(
             frames: frames(t, sym, g.stack),
         });
     }
-    // Release times belong to raw stack ids; a Python-grouped site takes its members' latest.
-    let mut released: HashMap<u32, u64> = HashMap::default();
+    // Release times belong to raw stack ids; a Python-grouped site takes its members' latest, and
+    // what those members still hold: a member that never gave anything back (a library workspace
+    // allocated once on the same line, say) is no part of what was released.
+    let mut released: HashMap<u32, (u64, u64)> = HashMap::default();
     for (stack, r) in &d.releases {
         if let Some(at) = r.released_t.filter(|&at| exit.is_none_or(|e| at < e.t)) {
             let group = groups.get(stack).copied().unwrap_or(*stack);
             let e = released.entry(group).or_default();
-            *e = (*e).max(at);
+            e.0 = e.0.max(at);
+            e.1 += base.get(stack).map_or(0, |s| s.live_bytes);
         }
     }
     let mut list: Vec<ReleasedGrowth> = Vec::new();
     for (stack, s) in sites.iter() {
-        let Some(&at) = released.get(stack) else {
+        let Some(&(at, live)) = released.get(stack) else {
             continue;
         };
         let peak = s.high_water.points.last().map_or(0, |p| p.1);
-        if s.live_bytes * 2 >= peak {
+        if live * 2 >= peak {
             continue;
         }
         // Judged as if it still held its peak at its release: did it climb over most of its life?
@@ -185,7 +188,7 @@ fn growth(
                 peak_bytes: g.to.1,
                 peak_time_s: secs(g.to.0),
                 released_time_s: secs(at),
-                live_bytes: s.live_bytes,
+                live_bytes: live,
                 frames: frames(t, sym, *stack),
             });
         }

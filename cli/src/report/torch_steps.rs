@@ -222,9 +222,28 @@ fn steps(
         let (a, b) = (step_of(from.0)?, step_of(to.0)?);
         (b > a && to.1 > from.1).then(|| (a, b, (to.1 - from.1) / u64::from(b - a)))
     };
+    // Sites that rose in most steps, judged by steps; then growth over time that they do not cover.
+    let min_rises = MIN_STEPS.max(starts.len() / 2);
+    for r in super::step_sites::rising(t, &starts, min_rises) {
+        growth.push(StepGrowth {
+            memory: "device",
+            bytes_per_step: (r.held_bytes - r.from_bytes) / u64::from(r.until_step - r.since_step),
+            since_step: r.since_step,
+            until_step: r.until_step,
+            bytes: r.held_bytes,
+            frames: frames(t, sym, r.stack),
+        });
+    }
     // What a site holds at the end, not its last high: a Python-grouped site's curve is the highest
     // of its stacks' (a lower bound), its live bytes are all of theirs.
     for g in &torch.growth {
+        let key = |f: &crate::report::model::FrameOut| (f.address.clone(), f.line);
+        if growth
+            .iter()
+            .any(|x| x.frames.iter().map(key).eq(g.frames.iter().map(key)))
+        {
+            continue;
+        }
         if let Some((a, b, each)) =
             per_step((g.from_time_s, g.from_bytes), (g.to_time_s, g.live_bytes))
         {

@@ -4,7 +4,7 @@
 //! reads the sections, it never changes a figure.
 use std::cmp::Reverse;
 
-use super::model::{Finding, LeakClass, Process, Report, Totals, Verdict};
+use super::model::{Finding, FrameOut, GrowthSite, LeakClass, Process, Report, Totals, Verdict};
 use super::severity::{self, findings};
 use super::site_label::{is_user_python, label};
 use crate::units::human_bytes;
@@ -13,6 +13,8 @@ use crate::units::human_bytes;
 pub const MAX_VERDICT: usize = 10;
 /// Leaks from this size on are of severity "medium", smaller ones "low".
 pub const LEAK_MEDIUM_BYTES: u64 = 1 << 20;
+/// What to do about the heap a Python process still held at its end.
+const HELD_BY_PYTHON: &str = "nothing is lost by itself: the interpreter leaves this to the process's end; look at the largest sites if the total is more than the program should keep";
 /// Growing and released sites of one process taken into the verdict, per kind.
 const SITES_PER_PROCESS: usize = 3;
 
@@ -80,8 +82,16 @@ fn totals(ps: &[Process]) -> Totals {
     }
 }
 
-fn process(p: &Process) -> Vec<Verdict> {
-    let item = |kind, bytes, site: Option<String>, text: String, fix: &str| Verdict {
+/// One verdict item of process `p`.
+pub(super) fn item(
+    p: &Process,
+    kind: &'static str,
+    bytes: u64,
+    site: Option<String>,
+    text: String,
+    fix: &str,
+) -> Verdict {
+    Verdict {
         kind,
         severity: match kind {
             // A leak is worth a look at any size, and pressing from a mebibyte.
@@ -96,68 +106,113 @@ fn process(p: &Process) -> Vec<Verdict> {
         site,
         text,
         fix: fix.to_string(),
-    };
+    }
+}
+
+/// The verdict item of a site of `memory` that kept growing until the end.
+pub(super) fn growth_item(p: &Process, memory: &str, g: &GrowthSite) -> Verdict {
+    let site = label(&g.frames);
+    let text = format!(
+        "{memory} at {} grew from {} at {:.2} s to {} at {:.2} s ({}/s) and still holds {} at the end",
+        site.as_deref().unwrap_or("an unnamed site"),
+        human_bytes(g.from_bytes),
+        g.from_time_s,
+        human_bytes(g.to_bytes),
+        g.to_time_s,
+        human_bytes(g.rate_bytes_per_s as u64),
+        human_bytes(g.live_bytes)
+    );
+    item(p, "growth", g.to_bytes, site, text, fix("growth"))
+}
+
+/// A climb given back: (bytes, seconds) at its start and at its peak, and when it was released.
+pub(super) struct Climb {
+    pub from: (u64, f64),
+    pub peak: (u64, f64),
+    pub released_s: f64,
+}
+
+/// The verdict item of a site of `memory` that grew and gave it back.
+pub(super) fn released_item(p: &Process, memory: &str, frames: &[FrameOut], c: &Climb) -> Verdict {
+    let site = label(frames);
+    let text = format!(
+        "{memory} at {} grew from {} at {:.2} s to {} at {:.2} s and was given back at {:.2} s",
+        site.as_deref().unwrap_or("an unnamed site"),
+        human_bytes(c.from.0),
+        c.from.1,
+        human_bytes(c.peak.0),
+        c.peak.1,
+        c.released_s
+    );
+    item(
+        p,
+        "released_growth",
+        c.peak.0,
+        site,
+        text,
+        fix("released_growth"),
+    )
+}
+
+fn process(p: &Process) -> Vec<Verdict> {
+    let item = |kind, bytes, site, text, fix: &str| item(p, kind, bytes, site, text, fix);
+    // With PyTorch's allocator seen from the inside, its tensors say what the driver-level view of
+    // its cache says less well (the cache's growth blamed on whichever tensor grew it, segments
+    // freed only by the process's end read as leaks): those items come from the tensors instead.
+    let torch = super::verdict_torch::inside(p);
     let mut v = Vec::new();
     for (memory, list) in [
         ("heap", &p.growth.host),
         ("device memory", &p.growth.device),
     ] {
-        for g in list.iter().take(SITES_PER_PROCESS) {
-            let site = label(&g.frames);
-            v.push(item(
-                "growth",
-                g.to_bytes,
-                site.clone(),
-                format!(
-                    "{memory} at {} grew from {} at {:.2} s to {} at {:.2} s ({}/s) and still holds {} at the end",
-                    site.as_deref().unwrap_or("an unnamed site"),
-                    human_bytes(g.from_bytes),
-                    g.from_time_s,
-                    human_bytes(g.to_bytes),
-                    g.to_time_s,
-                    human_bytes(g.rate_bytes_per_s as u64),
-                    human_bytes(g.live_bytes)
-                ),
-                fix("growth"),
-            ));
+        let shown = list
+            .iter()
+            .filter(|g| !torch || !super::verdict_torch::through_cache(&g.frames));
+        for g in shown.take(SITES_PER_PROCESS) {
+            v.push(growth_item(p, memory, g));
         }
     }
-    for r in p.growth.released.iter().take(SITES_PER_PROCESS) {
-        let site = label(&r.frames);
+    let released = p.growth.released.iter().filter(|r| {
+        !torch || r.memory != "device" || !super::verdict_torch::through_cache(&r.frames)
+    });
+    for r in released.take(SITES_PER_PROCESS) {
         let memory = if r.memory == "device" {
             "device memory"
         } else {
             "heap"
         };
-        v.push(item(
-            "released_growth",
-            r.peak_bytes,
-            site.clone(),
-            format!(
-                "{memory} at {} grew from {} at {:.2} s to {} at {:.2} s and was given back at {:.2} s",
-                site.as_deref().unwrap_or("an unnamed site"),
-                human_bytes(r.from_bytes),
-                r.from_time_s,
-                human_bytes(r.peak_bytes),
-                r.peak_time_s,
-                r.released_time_s
-            ),
-            fix("released_growth"),
-        ));
+        let climb = Climb {
+            from: (r.from_bytes, r.from_time_s),
+            peak: (r.peak_bytes, r.peak_time_s),
+            released_s: r.released_time_s,
+        };
+        v.push(released_item(p, memory, &r.frames, &climb));
     }
     if let Some((bytes, count, sites, top)) = own_leaks(p, &p.leaks.host) {
+        // An interpreter frees little at exit: what its program and the libraries it loaded still
+        // held then is not lost memory by itself (a leak that matters keeps growing, and is said
+        // as growth), so it is said as held, not as a leak.
+        let (kind, what) = if p.python.is_some() {
+            ("held_at_exit", "still held when the process ended")
+        } else {
+            ("leak", "never freed")
+        };
         v.push(item(
-            "leak",
+            kind,
             bytes,
             top.clone(),
             format!(
-                "{} in {count} heap block{} from {sites} site{} never freed; the most at {}",
+                "{} in {count} heap block{} from {sites} site{} {what}; the most at {}",
                 human_bytes(bytes),
                 plural(count),
                 plural(sites),
                 top.as_deref().unwrap_or("an unnamed site")
             ),
-            fix("leak"),
+            if p.python.is_some() {
+                HELD_BY_PYTHON
+            } else {
+                fix("leak")
+            },
         ));
     }
     if p.python.is_none() {
@@ -178,9 +233,13 @@ fn process(p: &Process) -> Vec<Verdict> {
             }
         }
     }
+    if torch {
+        v.extend(super::verdict_torch::items(p, SITES_PER_PROCESS));
+    }
     v.extend(
         findings(p)
             .filter(|f| !matches!(f.kind, "growth" | "released_growth"))
+            .filter(|f| !torch || !super::verdict_torch::said_by_tensors(f.kind))
             .filter_map(|f| from_finding(f, p.pid, &p.command, &p.trace)),
     );
     v
@@ -253,6 +312,7 @@ pub fn fix(kind: &str) -> &'static str {
         "released_growth" => "the peak is what the machine must hold: build the data in pieces, stream it, or free each part as soon as it is used",
         "out_of_memory" | "torch_oom" => "hold less at the failing moment: smaller batches or buffers, free what is no longer needed first, or use a larger device",
         "capacity_bound" | "near_capacity" => "the device is nearly full: shrink the largest allocations or batch, or free cached memory between phases",
+        "held_at_exit" => "nothing is lost: the process's end frees them; if it is more than the program should keep, drop the references (lists, caches, globals) that hold these tensors",
         "device_leak" => "free device memory when done (cuMemFree / cudaFree / drop the tensors), or keep it on purpose",
         "gpu_idle" => "the GPU waits on input: load and prepare data ahead (more loader workers, pinned memory, prefetch)",
         "bandwidth_bound" => "kernels are limited by memory traffic: fuse operations, use smaller data types, reuse data on the device",

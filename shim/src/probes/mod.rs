@@ -139,7 +139,7 @@ impl Default for GpuSampling {
             nvml: None,
             tried: false,
             described: false,
-            pace: Pace::new(2, GPU_SLOW),
+            pace: Pace::new(2, GPU_SLOW).at_most(GPU_MAX_TICKS),
         }
     }
 }
@@ -151,8 +151,13 @@ const COUNTER_SLOW: Duration = Duration::from_millis(1);
 /// A thread-CPU sample slower than this (many threads: two small /proc reads each) halves the rate.
 const THREADS_SLOW: Duration = Duration::from_millis(2);
 
-/// A GPU reading that takes longer than this halves the reading rate.
-const GPU_SLOW: Duration = Duration::from_millis(20);
+/// A GPU reading that takes longer than this halves the reading rate. NVML's PCIe throughput is
+/// measured over 20 ms inside the call, so a reading takes that long by design: the threshold sits
+/// well above it (at 20 ms every reading halved the rate, and a 15 s job on an H200 got 4 readings).
+const GPU_SLOW: Duration = Duration::from_millis(80);
+/// The GPU is read at least once a second however slow its readings are: it runs on the sampler's
+/// own thread, and the utilisation findings need readings over the stretch they judge.
+const GPU_MAX_TICKS: u32 = 10;
 
 impl GpuSampling {
     /// What to record this period, if anything.
@@ -188,6 +193,7 @@ struct Pace {
     every: u32,
     tick: u32,
     slow: Duration,
+    max: u32,
 }
 
 /// A heap-statistics sample slower than this halves the heap sampling rate.
@@ -200,7 +206,14 @@ impl Pace {
             every,
             tick: 0,
             slow,
+            max: MAX_TICKS,
         }
+    }
+
+    /// The same pace, never sparser than every `ticks` periods.
+    fn at_most(mut self, ticks: u32) -> Pace {
+        self.max = ticks;
+        self
     }
 
     /// The same pace, due at the first period already.
@@ -221,7 +234,7 @@ impl Pace {
 
     fn took(&mut self, d: Duration) {
         if d > self.slow {
-            self.every = (self.every * 2).min(MAX_TICKS);
+            self.every = (self.every * 2).min(self.max);
         }
     }
 }
@@ -247,11 +260,16 @@ mod tests {
     #[test]
     fn each_pace_has_its_own_threshold() {
         let mut gpu = Pace::new(2, GPU_SLOW);
-        gpu.took(Duration::from_millis(5));
-        assert_eq!(gpu.every, 2, "5 ms is fast for an NVML reading");
-        gpu.took(Duration::from_millis(50));
+        gpu.took(Duration::from_millis(25));
+        assert_eq!(gpu.every, 2, "25 ms is an NVML reading's usual time");
+        gpu.took(Duration::from_millis(100));
         assert_eq!(gpu.every, 4);
         assert!(!gpu.due() && !gpu.due() && !gpu.due() && gpu.due());
+        let mut gpu = Pace::new(2, GPU_SLOW).at_most(GPU_MAX_TICKS);
+        for _ in 0..10 {
+            gpu.took(Duration::from_millis(500));
+        }
+        assert_eq!(gpu.every, GPU_MAX_TICKS, "read at least once a second");
     }
 
     #[test]
