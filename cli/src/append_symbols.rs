@@ -1,4 +1,4 @@
-//! Right after `memshim run`'s command ends, names every stack address of its traces and appends the
+//! Right after `memshim run`'s command ends (and `memshim attach` detaches), names every stack address of its traces and appends the
 //! names to each trace as a Symbols frame, while the binaries and libraries are surely still there
 //! (a test binary in a temporary directory may be gone by the time someone reports). The shim can do
 //! this in-process at exit, but that costs the traced program a fifth of a second per process (a
@@ -26,8 +26,31 @@ pub struct Appended {
     pub recorded_nothing: bool,
 }
 
-/// Appends symbols for the addresses the trace does not name yet.
-pub fn append(path: &Path) -> Result<Appended> {
+/// Who added the symbols, and when, as the trace's note says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AddedBy {
+    /// `memshim run`, once its command ended.
+    Run,
+    /// `memshim attach`, once it detached.
+    Detach,
+    /// `memshim attach`, once the process it was attached to ended.
+    AttachedEnd,
+}
+
+impl AddedBy {
+    fn note(self) -> &'static str {
+        match self {
+            AddedBy::Run => "symbols were added by memshim run right after the process ended",
+            AddedBy::Detach => "symbols were added by memshim attach right after it detached",
+            AddedBy::AttachedEnd => {
+                "symbols were added by memshim attach right after the process ended"
+            }
+        }
+    }
+}
+
+/// Appends symbols for the addresses the trace does not name yet, with a note saying `by` whom.
+pub fn append(path: &Path, by: AddedBy) -> Result<Appended> {
     let t = replay::replay_with(path, replay::Detail::Symbols)?;
     let size = std::fs::metadata(path)
         .with_context(|| format!("cannot read {}", path.display()))?
@@ -88,7 +111,7 @@ pub fn append(path: &Path) -> Result<Appended> {
         w.push(&at(Record::Symbols(chunk.to_vec())))?;
     }
     w.push(&at(Record::Note(Note {
-        text: "symbols were added by memshim run right after the process ended".into(),
+        text: by.note().into(),
     })))?;
     w.finish()
         .with_context(|| format!("cannot add symbols to {}", path.display()))?;

@@ -67,6 +67,37 @@ pub enum Command {
         #[arg(short, long)]
         quiet: bool,
     },
+    /// Watch a traced process live: its memory now and at its peak, each GPU, the sites holding the
+    /// most, growth and copies, read from its trace as the shim writes it (the program pays nothing
+    /// more). q quits; the program goes on.
+    Top {
+        /// A process being traced (started by `memshim run` or attached to), a trace file, or a
+        /// directory of traces (the one being written is shown); default: a trace being written
+        /// here or in a ./memshim-* directory.
+        target: Option<String>,
+        /// Seconds between readings of the trace.
+        #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+        interval: f64,
+    },
+    /// Report what a traced process (started by `memshim run` or attached to) holds now, while it
+    /// runs on: its shim writes out what it recorded (one thread is held for that moment, with
+    /// ptrace, as `attach` does), then its trace so far is reported.
+    Snapshot {
+        /// The process (or the `memshim run` that started it).
+        pid: u32,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Sites to show per section in text output.
+        #[arg(long, default_value_t = 10)]
+        top: usize,
+        /// Write the report to this file instead of stdout.
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+        /// Print nothing of memshim's own but warnings and errors.
+        #[arg(short, long)]
+        quiet: bool,
+    },
     /// Replay traces into a report.
     Report {
         /// Trace files, or directories of them.

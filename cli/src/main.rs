@@ -39,6 +39,16 @@ fn main() -> ExitCode {
             output,
             quiet,
         } => cmd::attach::run(pid, duration, output, quiet),
+        args::Command::Top { target, interval } => {
+            cmd::top::run(target.as_deref(), interval).map(|()| 0)
+        }
+        args::Command::Snapshot {
+            pid,
+            format,
+            top,
+            output,
+            quiet,
+        } => cmd::snapshot::run(pid, format, top, output, quiet),
         args::Command::Report {
             paths,
             format,

@@ -15,14 +15,14 @@ use crate::report::*;
 use crate::util::*;
 
 /// A program under test, started with its stdout piped and read up to its ready line.
-struct Running {
+pub(crate) struct Running {
     child: Child,
     stdout: BufReader<std::process::ChildStdout>,
     seen: String,
 }
 
 impl Running {
-    fn start(cmd: &mut Command, ready: &str) -> Running {
+    pub(crate) fn start(cmd: &mut Command, ready: &str) -> Running {
         hermetic(cmd);
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd
@@ -41,12 +41,22 @@ impl Running {
         }
     }
 
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
+    /// The program's next line of stdout (kept for `finish`'s too).
+    pub(crate) fn next_line(&mut self) -> String {
+        let mut line = String::new();
+        self.stdout
+            .read_line(&mut line)
+            .expect("a line of the program's stdout");
+        self.seen.push_str(&line);
+        line
+    }
+
     /// Asks it to end (the `stop` file in `cwd`) and waits: its status, stdout and stderr.
-    fn finish(mut self, cwd: &Path) -> (Option<i32>, String, String) {
+    pub(crate) fn finish(mut self, cwd: &Path) -> (Option<i32>, String, String) {
         std::fs::write(cwd.join("stop"), b"").expect("create the stop file");
         let mut out = self.seen;
         self.stdout
@@ -145,6 +155,11 @@ fn check_attached(p: &Value) {
         notes.iter().any(|n| n.starts_with("attached ")
             && n.contains("after the process started")
             && n.contains("counted apart")),
+        "{notes:?}"
+    );
+    // Whoever added the symbols is named: memshim attach, not run.
+    assert!(
+        notes.contains(&"symbols were added by memshim attach right after it detached"),
         "{notes:?}"
     );
 }

@@ -32,6 +32,8 @@ fn the_manual_has_a_page_for_every_subcommand() {
         "memshim",
         "memshim-run",
         "memshim-attach",
+        "memshim-top",
+        "memshim-snapshot",
         "memshim-report",
         "memshim-export",
         "memshim-diff",

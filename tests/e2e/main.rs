@@ -6,6 +6,8 @@
 //! `$TMPDIR/memshim-e2e/<test name>`, so they run in parallel.
 
 mod attach;
+mod attach_cuda;
+mod attach_dlopen;
 mod bounds;
 mod cdp;
 mod cli_docs;
@@ -36,7 +38,9 @@ mod report;
 mod robustness;
 mod run_faults;
 mod schema;
+mod snapshot;
 mod symbol_cache;
+mod top;
 mod torch;
 mod torch_steps;
 mod torture;

@@ -16,6 +16,8 @@ pub struct Fragmentation {
     pub peak_arena: u64,
     /// The largest resident set.
     pub peak_rss: u64,
+    /// The resident set at the latest sample (what `memshim top` shows as now).
+    pub last_rss: u64,
     /// Freed blocks not reused, and the size classes of the holes at the worst sample.
     pub holes: Holes,
 }
@@ -31,6 +33,7 @@ impl Fragmentation {
         self.samples += 1;
         self.peak_arena = self.peak_arena.max(s.arena);
         self.peak_rss = self.peak_rss.max(s.rss);
+        self.last_rss = s.rss;
         // The free bytes that could not be returned: free minus the releasable top.
         let held = s.free.saturating_sub(s.releasable);
         if self
@@ -88,5 +91,6 @@ mod tests {
         assert_eq!(f.worst.as_ref().unwrap().0, 2);
         assert_eq!(f.worst_held(), (800, 0.4));
         assert_eq!(f.peak_arena, 2000);
+        assert_eq!(f.last_rss, 1500, "the latest sample's");
     }
 }

@@ -30,6 +30,10 @@ pub struct TorchDevice {
     pub reserved_series: Series,
     /// Per site: its highest live bytes, when, and when it fell below half of that afterwards.
     pub releases: HashMap<u32, Release>,
+    /// True once the allocator mapped memory into an expandable segment (it runs with
+    /// `expandable_segments:True`, which the trace learns from its events, never from the
+    /// environment).
+    pub expandable: bool,
 }
 
 /// A site's high and its giving back.
@@ -52,6 +56,8 @@ pub struct OomAt {
     pub reserved: u64,
     /// What each site held then (live bytes and blocks; sites holding nothing are left out).
     pub holders: HashMap<u32, SiteStats>,
+    /// The allocator used expandable segments on that GPU by then.
+    pub expandable: bool,
 }
 
 /// The analysis state.
@@ -117,6 +123,7 @@ impl Torch {
             }
             TorchAction::FreeRequested | TorchAction::PythonExit => {}
             TorchAction::SegmentAlloc | TorchAction::SegmentMap => {
+                d.expandable |= e.action == TorchAction::SegmentMap;
                 if d.segments.insert(e.addr, e.size).is_none() {
                     d.reserved += e.size;
                 }
@@ -207,6 +214,7 @@ fn oom_at(t: u64, oom: TorchOom, d: &TorchDevice) -> OomAt {
         allocated: d.blocks.live_bytes,
         reserved: d.reserved,
         holders,
+        expandable: d.expandable,
     }
 }
 
@@ -300,6 +308,10 @@ mod tests {
         );
         assert_eq!(t.devices[&0].reserved, 0);
         assert_eq!(t.devices[&0].reserved_peak, (20 << 20, 1));
+        assert!(
+            !t.devices[&0].expandable,
+            "whole segments: the native allocator's"
+        );
     }
 
     #[test]
@@ -322,6 +334,7 @@ mod tests {
         );
         let d = &t.devices[&0];
         assert_eq!((d.reserved, d.reserved_peak), (4 << 20, (6 << 20, 3)));
+        assert!(d.expandable, "a mapped range is an expandable segment's");
         t.event(7, 9, &ev(TorchAction::PythonExit, 0, 0, 0));
         t.event(
             8,

@@ -1,8 +1,8 @@
 //! Loading the shim into a process that is already running, and taking it out of the trace again:
 //! the process is checked (`target`), one of its threads is held at a safe point (`inject`, over
 //! the system calls in `ptrace`) and made to call `dlopen(libmemshim.so, RTLD_NOW)` and then the
-//! shim's `memshim_attach(settings)`; later `memshim_detach()`, the same way. x86-64 Linux with
-//! glibc.
+//! shim's `memshim_attach(settings)`; later `memshim_detach()`, the same way (and
+//! `memshim_flush()` for `memshim snapshot`, in a shim loaded either way). x86-64 Linux with glibc.
 //!
 //! Never: leave the process stopped, traced, or with a register or stack word changed.
 pub mod inject;
@@ -115,20 +115,39 @@ pub fn attach(proc: &Process, lib: &Path, settings: &str) -> Result<i32> {
 
 /// Makes the shim in `proc` put back what it redirected and close its trace.
 pub fn detach(proc: &Process) -> Result<()> {
+    let code = call_shim(proc, "memshim_detach", &[])? as i32;
+    explain(code, proc.pid, "detach")
+}
+
+/// Makes the shim in `proc` (loaded by `memshim run` or by an attach) write out every event it
+/// recorded so far, waiting at most `timeout_ms` for its writer; the trace stays open.
+pub fn flush(proc: &Process, timeout_ms: u32) -> Result<()> {
+    match call_shim(proc, "memshim_flush", &[u64::from(timeout_ms)])? as i32 {
+        0 => Ok(()),
+        _ => bail!(
+            "the shim in process {} is not tracing it, or its writer did not finish within {timeout_ms} ms",
+            proc.pid
+        ),
+    }
+}
+
+/// Calls the shim's exported `entry` with `args` on a thread of `proc` held at a safe point, with
+/// `errno` put back after; its return value.
+fn call_shim(proc: &Process, entry: &str, args: &[u64]) -> Result<u64> {
     let maps = proc.maps()?;
     let libc = target::libc_of(proc, &maps)?;
     let shim = mapped_shim(&maps)
         .with_context(|| format!("the shim is not loaded in process {}", proc.pid))?
         .to_string();
-    let entry = target::address_of(proc, &maps, &shim, "memshim_detach")?
-        .with_context(|| format!("{shim} in process {} has no memshim_detach", proc.pid))?;
+    let func = target::address_of(proc, &maps, &shim, entry)?
+        .with_context(|| format!("{shim} in process {} has no {entry}", proc.pid))?;
     let errno_at = in_libc(proc, &maps, &libc, "__errno_location")?
         .with_context(|| format!("{libc} in process {} has no __errno_location", proc.pid))?;
     let mut held = inject::hold(proc, &libc, SAFE_POINT_WAIT, denied(proc.pid))?;
     let errno_addr = held.call(errno_at, &[])?;
     let errno = held.read_u32(errno_addr)?;
-    let code = held.call(entry, &[])? as i32;
+    let answer = held.call(func, args)?;
     held.write_u32(errno_addr, errno)?;
     held.release()?;
-    explain(code, proc.pid, "detach")
+    Ok(answer)
 }

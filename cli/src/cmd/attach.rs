@@ -102,8 +102,13 @@ fn trace_for(
     } else {
         attach::detach(proc)?;
     }
+    let by = if ended {
+        crate::append_symbols::AddedBy::AttachedEnd
+    } else {
+        crate::append_symbols::AddedBy::Detach
+    };
     for trace in traces::in_dir(dir)? {
-        if let Err(e) = crate::append_symbols::append(&trace) {
+        if let Err(e) = crate::append_symbols::append(&trace, by) {
             eprintln!(
                 "memshim: warning: {e:#} (the report will name frames from the files on disk)"
             );

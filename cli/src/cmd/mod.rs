@@ -7,3 +7,5 @@ pub mod export;
 pub mod info;
 pub mod report;
 pub mod run;
+pub mod snapshot;
+pub mod top;

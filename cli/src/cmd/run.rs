@@ -112,7 +112,7 @@ pub fn run(
     };
     let mut empty = Vec::new();
     for trace in &found {
-        match crate::append_symbols::append(trace) {
+        match crate::append_symbols::append(trace, crate::append_symbols::AddedBy::Run) {
             Ok(a) if a.recorded_nothing => empty.push(trace),
             Ok(_) => {}
             // The file-size limit the command ran under is memshim's too: the shim has already said

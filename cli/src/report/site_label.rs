@@ -54,7 +54,7 @@ pub fn finding_place(frames: &[FrameOut]) -> String {
         Some(f) => format!(
             "{} ({}:{})",
             f.function.as_deref().unwrap_or("?"),
-            f.file.as_deref().unwrap_or("?"),
+            f.short_file.as_deref().or(f.file.as_deref()).unwrap_or("?"),
             f.line.unwrap_or(0)
         ),
         None => "an unnamed site".to_string(),

@@ -204,13 +204,18 @@ fn oom(t: &Replayed, sym: &mut Symbolizer, o: &OomAt, groups: &HashMap<u32, u32>
     let req = human_bytes(o.oom.requested);
     let text = match v {
         Verdict::Fragmentation => format!(
-            "fragmentation: the cache held {} free (reserved {}, allocated {}) but {}; set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or free the long-lived tensors first (allocate them before the short-lived ones)",
+            "fragmentation: the cache held {} free (reserved {}, allocated {}) but {}; {}",
             human_bytes(cache_free),
             human_bytes(o.reserved),
             human_bytes(o.allocated),
             match o.oom.largest_free {
                 Some(l) => format!("no free block of {req} (the largest was {})", human_bytes(l)),
                 None => format!("no free block of {req}"),
+            },
+            if o.expandable {
+                "expandable segments are on already, and the free space lies between live tensors within their pages: free the long-lived tensors first, or allocate them before the short-lived ones"
+            } else {
+                "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or free the long-lived tensors first (allocate them before the short-lived ones)"
             }
         ),
         Verdict::Capacity => format!(
@@ -250,6 +255,7 @@ fn oom(t: &Replayed, sym: &mut Symbolizer, o: &OomAt, groups: &HashMap<u32, u32>
             Verdict::Fragmentation => "fragmentation",
             Verdict::Capacity => "capacity",
         },
+        expandable: o.expandable,
         text,
         holders,
         roles: None,

@@ -236,10 +236,14 @@ fn process(p: &Process) -> Vec<Verdict> {
     if torch {
         v.extend(super::verdict_torch::items(p, SITES_PER_PROCESS));
     }
+    let capacity_bound = findings(p).any(|f| f.kind == "capacity_bound");
     v.extend(
         findings(p)
             .filter(|f| !matches!(f.kind, "growth" | "released_growth"))
             .filter(|f| !torch || !super::verdict_torch::said_by_tensors(f.kind))
+            // NVML's reading of a full GPU says what the device section's peak says, with the
+            // whole device's figures: one of them is enough.
+            .filter(|f| f.kind != "near_capacity" || !capacity_bound)
             .filter_map(|f| from_finding(f, p.pid, &p.command, &p.trace)),
     );
     v

@@ -77,7 +77,7 @@ pub fn items(p: &Process, per_kind: usize) -> Vec<Verdict> {
                 human_bytes(o.reserved_bytes),
                 human_bytes(o.cache_free_bytes),
             ),
-            oom_fix(o.verdict),
+            oom_fix(o.verdict, o.expandable),
         ));
     }
     for g in t.steps.growth.iter().take(per_kind) {
@@ -149,8 +149,10 @@ pub fn items(p: &Process, per_kind: usize) -> Vec<Verdict> {
 }
 
 /// What to do about an out-of-memory error of PyTorch's allocator, by its verdict.
-fn oom_fix(verdict: &str) -> &'static str {
-    if verdict == "fragmentation" {
+fn oom_fix(verdict: &str, expandable: bool) -> &'static str {
+    if verdict == "fragmentation" && expandable {
+        "the cache's free space lies between live tensors, and expandable segments are on already: free the long-lived tensors first, or allocate them before the short-lived ones"
+    } else if verdict == "fragmentation" {
         "the cache's free space is in pieces too small: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or allocate the long-lived tensors before the short-lived ones"
     } else {
         "the live tensors alone do not fit: a smaller batch, activation checkpointing or mixed precision (or a larger memory fraction, when one is set)"

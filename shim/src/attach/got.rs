@@ -41,8 +41,10 @@ struct Slot {
     relro: bool,
 }
 
-/// The slots rewritten now; only `patch` and `restore` touch it, never a traced call.
-static SLOTS: Mutex<Vec<Slot>> = Mutex::new(Vec::new());
+/// The slots rewritten now; only `patch` and `restore` touch it, never a traced call. Holds
+/// `true` once restored: a patch after that (a library opened just before detach, rebound at a
+/// later `dlsym`) must not redirect anything again.
+static SLOTS: Mutex<(Vec<Slot>, bool)> = Mutex::new((Vec::new(), false));
 
 /// What a patch did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +111,9 @@ pub fn patch(targets: &[Target], own: usize) -> Patched {
     let Ok(mut slots) = SLOTS.lock() else {
         return Patched::default();
     };
+    if slots.1 {
+        return Patched::default();
+    }
     let mut ctx = Ctx {
         targets,
         own,
@@ -119,7 +124,7 @@ pub fn patch(targets: &[Target], own: usize) -> Patched {
     };
     // SAFETY: the callback matches the expected signature and `ctx` outlives the call.
     unsafe { libc::dl_iterate_phdr(Some(cb), &mut ctx as *mut Ctx as *mut c_void) };
-    slots.extend(ctx.found);
+    slots.0.extend(ctx.found);
     ctx.done
 }
 
@@ -129,7 +134,8 @@ pub fn restore() -> u32 {
         return 0;
     };
     let mut restored = 0;
-    for s in slots.drain(..) {
+    slots.1 = true;
+    for s in slots.0.drain(..) {
         // SAFETY: the slot was an import-table word of a loaded object when patched, and objects
         // that held the shim's hooks are not unloaded before the hooks are gone (the loader only
         // unloads on dlclose, and the program never called through a slot it cannot see).

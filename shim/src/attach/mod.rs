@@ -5,9 +5,17 @@
 //! object to the hooks (`got`); [`detach`] puts them back and closes the trace, and the program goes
 //! on. The library stays loaded: a thread may still be inside a hook.
 //!
+//! A library the program opens after attach binds its heap calls to the C library, past the shim:
+//! `dlopen` and `dlsym` are redirected too, and the new objects' slots are rewritten at the
+//! program's next `dlsym` (see `crate::hooks::dlopen`), the moment it reaches into what it opened.
+//!
+//! PyTorch's allocator, already loaded at attach, is reached from the inside by a thread of its own
+//! (`watch_torch`): no driver allocation, its usual moment, reaches the shim after attach. A
+//! libc10_cuda loaded after attach is not looked for.
+//!
 //! What is not seen after attach, the trace says (`Record::Attached`): blocks allocated before (their
 //! frees are counted apart by the reader), CUDA (its pointers were fetched long before), NUMA and
-//! affinity calls, and objects loaded after attach.
+//! affinity calls, and what libraries opened after attach allocate while they load.
 //!
 //! Never: start twice, or run on a traced call's path (it takes the loader's lock).
 pub mod got;
@@ -40,7 +48,12 @@ static ATTACHED: AtomicBool = AtomicBool::new(false);
 static DETACHED: AtomicBool = AtomicBool::new(false);
 
 /// What attaching does not redirect, for the trace and the report.
-const UNSEEN: &str = "blocks allocated before attach, CUDA calls, NUMA and affinity calls, and libraries loaded after attach";
+const UNSEEN: &str = "blocks allocated before attach, CUDA calls, NUMA and affinity calls, and what libraries opened after attach allocate while they load";
+
+/// True while the shim is attached (between a successful [`attach`] and [`detach`]).
+pub fn attached() -> bool {
+    ATTACHED.load(Ordering::Acquire) && !DETACHED.load(Ordering::Acquire)
+}
 
 /// Starts the trace with `settings` (`NAME=value` lines, as the environment would hold them) and
 /// redirects `targets` in every loaded object but the shim (which holds the address `own`).
@@ -66,7 +79,46 @@ pub fn attach(settings: &str, targets: impl FnOnce() -> Vec<got::Target>, own: u
         modules: done.modules,
         unseen: UNSEEN.to_string(),
     }))));
+    watch_torch();
     code::OK
+}
+
+/// How often PyTorch's allocator is looked for while attached.
+const TORCH_LOOK: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Attached, no driver allocation reaches the shim (the runtime fetched its pointers before), so
+/// PyTorch's allocator (see `crate::torch`) is looked for by a thread of its own until it is found
+/// and decided, or the shim detaches. Not on the thread memshim attach holds, which may be inside
+/// that allocator with its lock held; and not on a helper thread, whose allocations come from the
+/// shim's own heap: the allocator's copy of the tracker must come from the C library's, which the
+/// allocator frees into after detach.
+fn watch_torch() {
+    // Only in a process that has PyTorch's CUDA library loaded: the thread's own start (the
+    // standard library's thread-local storage) allocates through the program's heap.
+    let loaded = crate::probes::modules::scan("")
+        .iter()
+        .any(|m| m.path.ends_with("/libc10_cuda.so"));
+    if !loaded {
+        return;
+    }
+    // Like the helper threads, it never takes the program's signals.
+    let old_mask = sys::block_all_signals();
+    let spawned = std::thread::Builder::new()
+        .name("memshim-torch".into())
+        .spawn(|| {
+            while attached() && !crate::torch::decided() {
+                if let Some(_inside) = crate::record::guard::enter() {
+                    crate::torch::on_driver_alloc();
+                }
+                std::thread::sleep(TORCH_LOOK);
+            }
+        });
+    sys::restore_signals(&old_mask);
+    if let Err(e) = spawned {
+        channel::warn(&format!(
+            "cannot start the thread that looks for PyTorch's allocator ({e}): its tensors are not seen after attach"
+        ));
+    }
 }
 
 /// Puts the program's slots back and closes the trace.

@@ -32,7 +32,9 @@ extern "C" fn filter(handle: *mut c_void, name: *const c_char) -> *mut c_void {
     // SAFETY: dlsym's contract: `name` is a NUL-terminated string. Checking two bytes first keeps
     // every other lookup cheap.
     let bytes = unsafe { CStr::from_ptr(name) }.to_bytes();
-    if !bytes.starts_with(b"cu") || !crate::channel::cuda_enabled() {
+    // Attached, the driver is not traced (its pointers were fetched long before); a lookup made
+    // now gets what it got before attach.
+    if !bytes.starts_with(b"cu") || !crate::channel::cuda_enabled() || crate::attach::attached() {
         return std::ptr::null_mut();
     }
     let Ok(name) = std::str::from_utf8(bytes) else {

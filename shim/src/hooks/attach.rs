@@ -21,7 +21,7 @@ pub unsafe extern "C" fn memshim_attach(settings: *const c_char) -> c_int {
             .into_owned()
     };
     let own = memshim_attach as *const () as usize;
-    crate::record::recorder::lifecycle(|| attach::attach(&text, targets, own))
+    crate::record::recorder::lifecycle(|| attach::attach(&text, attached_targets, own))
 }
 
 /// Puts back what `memshim_attach` redirected and closes the trace. Returns one of `attach::code`.
@@ -63,4 +63,19 @@ pub(crate) fn targets() -> Vec<Target> {
             Some(Target { name, hook, real })
         })
         .collect()
+}
+
+/// What attaching redirects: [`targets`], and `dlopen` and `dlsym` themselves, so that a library
+/// the program opens later has its slots rewritten too (see `dlopen`).
+pub(crate) fn attached_targets() -> Vec<Target> {
+    let mut all = targets();
+    let loader = [
+        (c"dlopen", real::dlsym(libc::RTLD_NEXT, c"dlopen") as usize),
+        (c"dlsym", real::real_dlsym_addr()),
+    ];
+    all.extend(loader.into_iter().filter_map(|(name, real)| {
+        let hook = real::own_definition(name)?;
+        (real != 0).then_some(Target { name, hook, real })
+    }));
+    all
 }

@@ -3,7 +3,9 @@
 //! to the shim's hooks (as `memshim attach` rewrites a running program's, `crate::attach::got`) at
 //! the program's next `dlsym`, the moment a program reaches into a library it opened: what the
 //! library allocates from then on is in the trace. What it allocated while it loaded (its
-//! constructors) is not, and the trace says so in a note naming the library.
+//! constructors) is not, and the trace says so in a note naming the library. Attached (`memshim
+//! attach`), every library opened is rebound so, whatever its mode: the shim is not in the global
+//! scope ahead of the C library there.
 //!
 //! The call itself goes on to glibc's `dlopen` as a tail jump, as the shim's `dlsym` does: glibc
 //! finds a library's search path (RUNPATH) from its caller's return address, which a wrapper that
@@ -22,19 +24,27 @@ use crate::sys::real;
 
 /// Where the trampoline jumps: glibc's `dlopen`.
 static REAL_DLOPEN_TARGET: AtomicUsize = AtomicUsize::new(0);
-/// A library was opened with `RTLD_DEEPBIND` and its import table is still to be rewritten.
-static DEEPBIND_PENDING: AtomicBool = AtomicBool::new(false);
+/// A library was opened with `RTLD_DEEPBIND`, or while attached, and its import table is still to
+/// be rewritten.
+static REBIND_PENDING: AtomicBool = AtomicBool::new(false);
+/// The note about libraries opened after attach was written.
+static ATTACHED_NOTE: AtomicBool = AtomicBool::new(false);
 
 /// Rewrites the import tables still bound past the shim (see the module note). Called from
 /// `dlsym`, never from a traced call: it takes the loader's lock.
 pub fn rebind_pending() {
-    if !DEEPBIND_PENDING.load(Ordering::Relaxed) || !DEEPBIND_PENDING.swap(false, Ordering::AcqRel)
-    {
+    if !REBIND_PENDING.load(Ordering::Relaxed) || !REBIND_PENDING.swap(false, Ordering::AcqRel) {
         return;
     }
     let own = rebind_pending as fn() as usize;
     crate::record::recorder::lifecycle(|| {
-        crate::attach::got::patch(&super::attach::targets(), own);
+        // Attached, the new object's own dlopen and dlsym are redirected too, for what it opens.
+        let targets = if crate::attach::attached() {
+            super::attach::attached_targets()
+        } else {
+            super::attach::targets()
+        };
+        crate::attach::got::patch(&targets, own);
     });
 }
 
@@ -43,12 +53,25 @@ extern "C" fn note(file: *const c_char, mode: c_int) {
         let p = real::dlsym(libc::RTLD_NEXT, c"dlopen");
         REAL_DLOPEN_TARGET.store(p as usize, Ordering::Relaxed);
     }
-    if mode & libc::RTLD_DEEPBIND == 0 || file.is_null() {
+    if file.is_null() {
+        return;
+    }
+    if crate::attach::attached() {
+        // Its calls bind to the C library, past the shim, which no preload put ahead of it.
+        REBIND_PENDING.store(true, Ordering::Release);
+        if !ATTACHED_NOTE.swap(true, Ordering::AcqRel) {
+            crate::record::recorder::lifecycle(|| {
+                crate::channel::note("libraries opened after attach are redirected to memshim at the program's next dlsym: what they allocated while loading (their constructors) is not in this trace")
+            });
+        }
+        return;
+    }
+    if mode & libc::RTLD_DEEPBIND == 0 {
         return;
     }
     // SAFETY: dlopen's contract: a non-null `file` is a NUL-terminated string.
     let name = unsafe { CStr::from_ptr(file) };
-    DEEPBIND_PENDING.store(true, Ordering::Release);
+    REBIND_PENDING.store(true, Ordering::Release);
     crate::record::recorder::lifecycle(|| {
         crate::channel::note(&format!(
             "{} was opened with RTLD_DEEPBIND: its own calls to malloc and free bypass memshim until the program's next dlsym, so what it allocated while loading is not in this trace",

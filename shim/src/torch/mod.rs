@@ -42,6 +42,11 @@ static STATE: AtomicU8 = AtomicU8::new(IDLE);
 /// The loader's (loads, unloads) when libc10_cuda.so was last looked for and not found.
 static SEARCHED_AT: AtomicU64 = AtomicU64::new(u64::MAX);
 
+/// True once the allocator's layer was decided (on, or off with the reason recorded).
+pub fn decided() -> bool {
+    STATE.load(Ordering::Acquire) == DONE
+}
+
 /// Called after each driver allocation the shim records, with the guard held.
 pub fn on_driver_alloc() {
     if STATE.load(Ordering::Relaxed) == DONE {

@@ -127,6 +127,10 @@ pub struct TorchOomOut {
     pub largest_free_bytes: Option<u64>,
     /// "fragmentation" or "capacity".
     pub verdict: &'static str,
+    /// The allocator ran with expandable segments (seen from its events): the fix for
+    /// fragmentation is then not to turn them on. Not in the JSON: `text` says it.
+    #[serde(skip)]
+    pub expandable: bool,
     /// The verdict and its fix, in plain words.
     pub text: String,
     /// What each site held then, largest first.

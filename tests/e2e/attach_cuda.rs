@@ -1,0 +1,155 @@
+//! `memshim attach` to a process that had the CUDA driver loaded: the trace cannot see the driver
+//! calls made after attach (the runtime fetched its entry points long before), and the report says
+//! so instead of showing an empty device section; PyTorch's allocator, already loaded, gets its
+//! trace tracker at attach, so the tensors allocated after attach are seen.
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::attach::Running;
+use crate::report::*;
+use crate::util::*;
+
+#[test]
+fn attached_with_the_cuda_driver_loaded_the_report_says_what_it_cannot_see() {
+    let dir = TestDir::new("attach_cuda_unseen");
+    let prog = dir.compile("attach_target.c");
+    let cuda = crate::cuda::build(&dir);
+    let mut cmd = Command::new(&prog);
+    // The stand-in driver loaded from the start, as a CUDA program has it.
+    cmd.env("LD_PRELOAD", cuda.join("libcuda.so.1"))
+        .current_dir(&dir.root);
+    let running = Running::start(&mut cmd, "attach_target: ready");
+    let out = memshim(&[
+        "attach".to_string(),
+        running.pid().to_string(),
+        "--duration".into(),
+        "0.5".into(),
+        "-o".into(),
+        dir.traces().display().to_string(),
+    ]);
+    let (status, _, _) = running.finish(&dir.root);
+    assert_eq!(status, Some(3));
+    if out.stderr_str().contains("cannot trace process") {
+        println!(
+            "skipped: memshim may not ptrace another process here: {}",
+            out.stderr_str()
+        );
+        return;
+    }
+    assert!(out.status.success(), "{}", out.describe());
+    let report = report_json(&dir.traces());
+    let p = &processes(&report)[0];
+    let findings = p["device"]["findings"].as_array().expect("device findings");
+    let unseen: Vec<&Value> = findings
+        .iter()
+        .filter(|f| f["kind"] == "attached_cuda_unseen")
+        .collect();
+    assert_eq!(unseen.len(), 1, "{}", dump(p));
+    assert_eq!(unseen[0]["severity"], "info");
+    let text = unseen[0]["text"].as_str().expect("its text");
+    assert!(
+        text.starts_with("the CUDA driver was loaded when memshim attached, and its memory calls and copies after attach are not in this trace"),
+        "{text}"
+    );
+    // The first screen says it too.
+    let text_report = memshim(&["report".to_string(), dir.traces().display().to_string()]);
+    assert!(
+        text_report
+            .stdout_str()
+            .contains("the CUDA driver was loaded when memshim attached"),
+        "{}",
+        text_report.stdout_str()
+    );
+}
+
+#[test]
+fn attached_to_a_pytorch_program_its_tensors_after_attach_are_seen() {
+    let python = crate::python::interpreters()
+        .into_iter()
+        .next()
+        .expect("a CPython interpreter");
+    let dir = TestDir::new("attach_torch_tensors");
+    let bin = crate::cuda::build(&dir);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("cuda/python/torch_attach.py");
+    let mut cmd = Command::new(&python);
+    cmd.arg(&script)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("LD_LIBRARY_PATH", &bin)
+        .env("STANDIN_CUDA_MEM_BYTES", "256M")
+        .env("STANDIN_TORCH_LIB", bin.join("torch/lib/libc10_cuda.so"))
+        .current_dir(&dir.root);
+    let mut running = Running::start(&mut cmd, "torch_attach: ready");
+    let mut attach = memshim_cmd();
+    attach
+        .arg("attach")
+        .arg(running.pid().to_string())
+        .arg("-o")
+        .arg(dir.traces())
+        .stderr(Stdio::piped());
+    hermetic(&mut attach);
+    let mut attach = attach.spawn().expect("memshim attach starts");
+    let mut said = BufReader::new(attach.stderr.take().expect("piped stderr"));
+    let mut line = String::new();
+    said.read_line(&mut line)
+        .expect("memshim attach's first line");
+    if !line.contains("attached to process") {
+        let _ = attach.wait();
+        let _ = running.finish(&dir.root);
+        assert!(line.contains("cannot trace process"), "{line}");
+        println!("skipped: memshim may not ptrace another process here: {line}");
+        return;
+    }
+    std::fs::write(dir.path("go"), b"").expect("create the go file");
+    assert_eq!(running.next_line(), "torch_attach: kept\n");
+    let sent = Command::new("kill")
+        .args(["-INT", &attach.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    let mut rest = String::new();
+    said.read_to_string(&mut rest)
+        .expect("memshim attach's stderr");
+    assert!(
+        attach.wait().expect("memshim attach ends").success(),
+        "{line}{rest}"
+    );
+    let (status, _, err) = running.finish(&dir.root);
+    assert_eq!(status, Some(0), "{err}");
+
+    let report = report_json(&dir.traces());
+    let p = &processes(&report)[0];
+    let t = &p["torch"];
+    assert_eq!(t["state"], "on", "{t}");
+    let held = &t["held_at_end"];
+    // The three tensors kept after attach; the 1 MiB from before is not known.
+    assert_eq!(
+        (held["bytes"].as_u64(), held["count"].as_u64()),
+        (Some(3 * ((2 << 20) + 10)), Some(3)),
+        "{}",
+        dump(p)
+    );
+    // The driver's calls stay unseen, and the report says so; the tensors are not in that list.
+    let unseen: Vec<&str> = p["device"]["findings"]
+        .as_array()
+        .expect("device findings")
+        .iter()
+        .filter(|f| f["kind"] == "attached_cuda_unseen")
+        .filter_map(|f| f["text"].as_str())
+        .collect();
+    assert_eq!(unseen.len(), 1, "{}", dump(p));
+    assert!(
+        unseen[0].contains("so device memory and copies are not shown"),
+        "{}",
+        unseen[0]
+    );
+    let site = &held["sites"][0];
+    let frames = crate::python::python_frames(site);
+    assert_eq!(
+        frames.first().map(|f| (f.0.as_str(), f.2)),
+        Some(("keep", 24)),
+        "{frames:?}"
+    );
+}
