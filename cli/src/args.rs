@@ -188,7 +188,7 @@ pub enum Command {
     /// Export for other tools: collapsed stacks for flame graphs (flamegraph.pl, inferno), a
     /// speedscope profile, a pprof profile (go tool pprof, Pyroscope, Parca), or a timeline for the Perfetto UI and
     /// chrome://tracing.
-    #[command(group(clap::ArgGroup::new("kind").required(true).args(["collapsed", "speedscope", "pprof", "perfetto"])))]
+    #[command(group(clap::ArgGroup::new("kind").required(true).args(["collapsed", "speedscope", "pprof", "perfetto", "flamegraph"])))]
     Export {
         /// Trace files, or directories of them.
         #[arg(required = true)]
@@ -208,7 +208,12 @@ pub enum Command {
         /// A timeline (Chrome trace-event JSON): memory over time and copies per thread.
         #[arg(long)]
         perfetto: bool,
-        /// Weight of collapsed stacks and speedscope samples: bytes still live at the end, or bytes allocated over the run.
+        /// A flame-graph SVG of the host heap (flamegraph.pl's look: click to zoom, Ctrl-F to
+        /// search), written to FILE.svg: the report's flame graph, weighted as --by says, one
+        /// root frame per process.
+        #[arg(long, value_name = "FILE.svg", conflicts_with = "output")]
+        flamegraph: Option<PathBuf>,
+        /// Weight of collapsed stacks, speedscope samples and the flame graph: bytes still live at the end, or bytes allocated over the run.
         #[arg(long, value_enum, default_value_t = CollapsedBy::Leaked)]
         by: CollapsedBy,
         /// Which memory.

@@ -104,12 +104,19 @@ fn main() -> ExitCode {
             speedscope,
             pprof,
             perfetto,
+            flamegraph,
             by,
             memory,
             output,
             redact,
             all_frames,
         } => {
+            if let Some(svg) = flamegraph {
+                return finish(
+                    cmd::export::run_flamegraph(&paths, by, memory, &svg, redact, all_frames)
+                        .map(|()| 0),
+                );
+            }
             if pprof {
                 return finish(
                     cmd::export::run_pprof(&paths, memory, output.as_deref(), redact).map(|()| 0),

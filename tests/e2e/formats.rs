@@ -179,7 +179,7 @@ fn diff_shows_the_site_a_fix_removed() {
 }
 
 /// Debian's Chromium, if installed (`.ci/run` installs it; under CI it must be there).
-fn chromium() -> Option<&'static str> {
+pub fn chromium() -> Option<&'static str> {
     let found = ["chromium", "chromium-browser"].into_iter().find(|c| {
         Command::new(c)
             .arg("--version")

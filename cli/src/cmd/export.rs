@@ -1,5 +1,6 @@
 //! `memshim export`: the traces' data in formats other tools open: collapsed stacks for flame
-//! graphs (`--collapsed`), a pprof profile (`--pprof`), a timeline for Perfetto (`--perfetto`).
+//! graphs (`--collapsed`), a pprof profile (`--pprof`), a timeline for Perfetto (`--perfetto`), a
+//! speedscope profile (`--speedscope`), a flame-graph SVG (`--flamegraph`).
 use std::fs::File;
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -100,6 +101,41 @@ pub fn run_pprof(
     pprof::write(&all, memory, redactions.as_ref(), &mut dest)
         .and_then(|()| dest.flush())
         .context("cannot write the pprof profile")
+}
+
+/// Runs `export --flamegraph FILE.svg`: the host heap's flame graph, as the reports merge it.
+pub fn run_flamegraph(
+    paths: &[PathBuf],
+    by: CollapsedBy,
+    memory: Memory,
+    svg: &Path,
+    redact: bool,
+    all_frames: bool,
+) -> Result<()> {
+    if memory != Memory::Host {
+        anyhow::bail!(
+            "the flame graph covers the host heap only; leave out --memory, or use --collapsed or --speedscope for {} memory",
+            if memory == Memory::Device { "device" } else { "mapped" }
+        );
+    }
+    // A trace named by mistake after the flag would be overwritten.
+    if svg.extension().is_none_or(|e| e != "svg") {
+        anyhow::bail!(
+            "the flame graph is an SVG file: name it with .svg (like --flamegraph heap.svg), not {}",
+            svg.display()
+        );
+    }
+    let files = traces::collect(paths)?;
+    let mut all = readable_all(&files)?;
+    all.iter_mut().for_each(|t| t.all_frames = all_frames);
+    let mut image = Vec::new();
+    crate::export::flamegraph::write(&all, by, &mut image)
+        .context("cannot draw the flame graph")?;
+    if redact {
+        let r = Redactions::for_hosts(all.iter().map(|t| t.header.hostname.clone()).collect());
+        image = r.text(&String::from_utf8_lossy(&image)).into_bytes();
+    }
+    std::fs::write(svg, image).with_context(|| format!("cannot write {}", svg.display()))
 }
 
 /// `-o FILE`, or standard output.

@@ -99,6 +99,7 @@ fn process(pid: u32, argv: &[&str]) -> Process {
         ),
         program_memory: ProgramMemory::default(),
         heap: heap(1 << 20),
+        flame: Default::default(),
         leaks: Leaks {
             host: LeakClass::default(),
             mmap: LeakClass::default(),

@@ -1,14 +1,19 @@
 //! HTML: one self-contained page that opens offline (no network, no CDN): memory over time with the
-//! peaks marked, sortable tables of leak, growth and transfer sites, and flame graphs of the heap live
-//! at the peak and at exit. The page is `report.html` with the report's JSON embedded; its script draws everything.
+//! peaks marked, sortable tables of leak, growth and transfer sites, and an interactive flame graph
+//! of the heap (live at the peak, at exit, or allocated; zoom and search) drawn from the report's
+//! merged trees. The page is `report.html` with the report's JSON embedded; its script draws everything.
 use std::collections::HashMap;
 use std::io::{self, Write};
 
 use super::Render;
 use crate::report::model::Report;
 
-/// The page, with `/*MEMSHIM_DATA*/` where the report's JSON goes.
+/// The page, with `/*MEMSHIM_DATA*/` where the report's JSON goes and `/*MEMSHIM_FLAME_GRAPH*/`
+/// where the flame graph's script goes.
 const PAGE: &str = include_str!("report.html");
+/// The interactive flame graph (`flameGraph(process)`), put at the head of the page's script (the
+/// page has exactly two script elements: its data and its code).
+const FLAME_GRAPH: &str = include_str!("flame_graph.js");
 
 /// The HTML renderer.
 pub struct Html;
@@ -33,6 +38,29 @@ fn trim(v: &mut serde_json::Value) {
             items.iter_mut().for_each(trim);
         }
         Value::Object(map) => {
+            // A flame graph's frame (see `report::flame`).
+            if map.contains_key("parent") {
+                if let Some(Value::String(name)) = map.get_mut("name") {
+                    shorten(name);
+                }
+            }
+            // A list of sites cut to MAX_ROWS says how long it was, as `<key>_total`, so that the
+            // page can say "showing 100 of 549".
+            let cut: Vec<(String, usize)> = map
+                .iter()
+                .filter_map(|(k, val)| match val {
+                    Value::Array(items)
+                        if items.len() > MAX_ROWS
+                            && items.first().is_some_and(|i| i.get("frames").is_some()) =>
+                    {
+                        Some((format!("{k}_total"), items.len()))
+                    }
+                    _ => None,
+                })
+                .collect();
+            for (k, n) in cut {
+                map.insert(k, n.into());
+            }
             for (k, val) in map.iter_mut() {
                 if k == "frames" {
                     if let Value::Array(frames) = val {
@@ -74,10 +102,15 @@ fn slim_frame(f: &mut serde_json::Value) {
     map.remove("hidden");
     for key in ["function", "file", "short_file"] {
         if let Some(serde_json::Value::String(s)) = map.get_mut(key) {
-            if s.chars().count() > MAX_NAME {
-                *s = format!("{}…", s.chars().take(MAX_NAME - 1).collect::<String>());
-            }
+            shorten(s);
         }
+    }
+}
+
+/// Cuts `s` to [`MAX_NAME`] characters, the last an ellipsis.
+fn shorten(s: &mut String) {
+    if s.chars().count() > MAX_NAME {
+        *s = format!("{}…", s.chars().take(MAX_NAME - 1).collect::<String>());
     }
 }
 
@@ -131,9 +164,13 @@ impl Render for Html {
         let (before, after) = PAGE
             .split_once("/*MEMSHIM_DATA*/")
             .ok_or_else(|| io::Error::other("the HTML template has no data placeholder"))?;
-        out.write_all(before.as_bytes())?;
-        out.write_all(json.as_bytes())?;
-        out.write_all(after.as_bytes())
+        let (between, after) = after
+            .split_once("/*MEMSHIM_FLAME_GRAPH*/")
+            .ok_or_else(|| io::Error::other("the HTML template has no flame graph placeholder"))?;
+        for part in [before, &json, between, FLAME_GRAPH, after] {
+            out.write_all(part.as_bytes())?;
+        }
+        Ok(())
     }
 }
 
@@ -168,6 +205,7 @@ mod tests {
             .as_array()
             .unwrap();
         assert_eq!(sites.len(), MAX_ROWS);
+        assert_eq!(v["processes"][0]["leaks"]["host"]["sites_total"], 1000);
         assert_eq!(sites[0]["frames"].as_array().unwrap().len(), MAX_FRAMES);
         let f = &sites[0]["frames"][0];
         assert_eq!(f["function"].as_str().unwrap().chars().count(), MAX_NAME);
@@ -177,5 +215,20 @@ mod tests {
             .as_array()
             .unwrap();
         assert_eq!(series.len(), 3000, "only site lists are cut");
+    }
+
+    #[test]
+    fn flame_graph_names_are_cut_like_frame_names() {
+        let long = "t".repeat(400);
+        let mut v = serde_json::json!({"processes": [{"flame": {"peak": {"bytes": 5, "nodes": [
+            {"name": long, "kind": "native", "bytes": 5, "blocks": 1, "parent": null},
+            {"name": "leaf", "kind": "native", "bytes": 5, "blocks": 1, "parent": 0}]}}}]});
+        trim(&mut v);
+        let nodes = &v["processes"][0]["flame"]["peak"]["nodes"];
+        let top = &nodes[0];
+        assert_eq!(top["name"].as_str().unwrap().chars().count(), MAX_NAME);
+        assert!(top["name"].as_str().unwrap().ends_with('…'));
+        assert_eq!(nodes[1]["name"], "leaf");
+        assert_eq!(top["bytes"], 5);
     }
 }

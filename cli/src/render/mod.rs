@@ -226,4 +226,32 @@ mod tests {
     fn markdown_snapshot() {
         snapshot("fixture.md", &super::markdown::Markdown::new(10));
     }
+
+    #[test]
+    fn a_cut_list_says_how_much_it_shows() {
+        let growing = || {
+            let mut r = super::fixture::report();
+            let p = r.processes.iter_mut().find(|p| !p.growth.host.is_empty());
+            p.expect("the fixture has a growing site")
+                .growth
+                .host
+                .remove(0)
+        };
+        let mut report = super::fixture::report();
+        let p = report
+            .processes
+            .iter_mut()
+            .find(|p| !p.growth.host.is_empty())
+            .expect("the fixture has a growing site");
+        p.growth.host = (0..12).map(|_| growing()).collect();
+        let mut out = Vec::new();
+        super::text::Text { top: 3 }
+            .render(&report, &mut out)
+            .expect("rendered");
+        let text = String::from_utf8(out).expect("utf-8");
+        assert!(
+            text.contains("  showing 3 of 12 sites (--top to see more)\n"),
+            "{text}"
+        );
+    }
 }

@@ -68,6 +68,7 @@ fn process(t: &Replayed, ceilings: &[Ceilings]) -> Process {
     if let Some(c) = &t.heap_totals {
         super::counted::apply(c, ns_to_s, &mut heap, &mut host);
     }
+    let flame = super::flame::section(t, &mut sym);
     let mut notes = t.notes.clone();
     if let Some(c) = &t.corrupt {
         notes.push(format!("reading stopped early: {c}"));
@@ -149,6 +150,7 @@ fn process(t: &Replayed, ceilings: &[Ceilings]) -> Process {
         }),
         notes,
         heap,
+        flame,
         leaks: Leaks {
             host,
             mmap,

@@ -9,6 +9,7 @@ pub mod device;
 pub mod diff;
 pub mod filter;
 pub mod first_touch;
+pub mod flame;
 pub mod fragmentation;
 pub mod frame_marks;
 pub mod gpus;

@@ -154,9 +154,12 @@ impl Text {
         for b in p.numa.placements.iter().take(self.top) {
             writeln!(out, "  {}", placement_line(b))?;
         }
-        for th in p.numa.threads.iter().filter(|t| t.migrated).take(self.top) {
+        showing(out, self.top, p.numa.placements.len(), "placements")?;
+        let migrated = || p.numa.threads.iter().filter(|t| t.migrated);
+        for th in migrated().take(self.top) {
             writeln!(out, "  {}", super::numa_lines::thread_line(th))?;
         }
+        showing(out, self.top, migrated().count(), "threads that migrated")?;
         for c in p.numa.calls.iter().take(self.top) {
             let mut args = Vec::new();
             if let Some(policy) = &c.policy {
@@ -180,6 +183,7 @@ impl Text {
                 c.result
             )?;
         }
+        showing(out, self.top, p.numa.calls.len(), "placement calls")?;
         for finding in p
             .fragmentation
             .findings
@@ -221,6 +225,7 @@ impl Text {
                 )?;
                 write_stack(out, &g.frames, FRAMES_SHOWN)?;
             }
+            showing(out, self.top, list.len(), "sites")?;
         }
         for (i, g) in p.growth.released.iter().take(self.top).enumerate() {
             writeln!(
@@ -237,6 +242,12 @@ impl Text {
             )?;
             write_stack(out, &g.frames, FRAMES_SHOWN)?;
         }
+        showing(
+            out,
+            self.top,
+            p.growth.released.len(),
+            "sites of released growth",
+        )?;
         for f in &p.growth.findings {
             writeln!(out, "  finding: {}", f.text)?;
         }
@@ -403,4 +414,12 @@ fn frame_line(f: &FrameOut) -> String {
         (Some(func), _, _) => format!("{func}  ({})", place(f)),
         (None, _, _) => place(f),
     }
+}
+
+/// Where a list was cut to `--top`: "showing 10 of 549 sites (--top to see more)".
+fn showing(out: &mut dyn Write, top: usize, total: usize, what: &str) -> io::Result<()> {
+    if total > top {
+        writeln!(out, "  showing {top} of {total} {what} (--top to see more)")?;
+    }
+    Ok(())
 }

@@ -3,6 +3,7 @@ use serde::Serialize;
 
 mod device;
 mod first_screen;
+mod flame;
 mod growth;
 mod site;
 mod system;
@@ -12,6 +13,7 @@ mod transfers;
 
 pub use device::*;
 pub use first_screen::*;
+pub use flame::*;
 pub use growth::*;
 pub use site::*;
 pub use system::*;
@@ -143,6 +145,8 @@ pub struct Process {
     /// What it held at its highest: heap, allocator arenas and device memory, with RSS beside.
     pub program_memory: ProgramMemory,
     pub heap: HeapSummary,
+    /// The host heap as flame graphs (see `report::flame`).
+    pub flame: FlameSection,
     pub leaks: Leaks,
     pub growth: GrowthSection,
     pub device: DeviceSection,
