@@ -23,7 +23,7 @@ pub fn run(
             .iter()
             .map(|f| replay::replay(f))
             .collect::<Result<Vec<_>>>()?;
-        Ok(report::build::report(replayed, &ceilings))
+        Ok(report::build::report_parts(replayed, &ceilings, false))
     };
     let d = diff(&load(before)?, &load(after)?, min_bytes);
     let stdout = io::stdout();

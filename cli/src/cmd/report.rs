@@ -47,7 +47,9 @@ pub fn run(paths: &[PathBuf], view: &View, output: Option<&Path>) -> Result<u8> 
     }
     // Read before the traces: a mistake in the file is reported at once.
     let suppressions = suppressions(view.suppressions.as_deref())?;
-    let mut model = load_frames(paths, view.window, view.all_frames)?;
+    // Only the page and the JSON contract carry the flame graphs.
+    let flame = matches!(format, Format::Json | Format::Html);
+    let mut model = load_frames(paths, view.window, view.all_frames, flame)?;
     report::suppressions::apply(&mut model, &suppressions);
     let pids: Vec<u32> = model.processes.iter().map(|p| p.pid).collect();
     if let Some(missing) = view.filter.pids.iter().find(|p| !pids.contains(p)) {
@@ -165,7 +167,7 @@ pub fn suppressions(path: Option<&Path>) -> Result<report::suppressions::Suppres
 /// A trace that cannot be read among several is named in the model (and on stderr); when none can
 /// be read, or the only one cannot, that is the error.
 pub fn load(paths: &[PathBuf], window: replay::Window) -> Result<report::model::Report> {
-    load_frames(paths, window, false)
+    load_frames(paths, window, false, false)
 }
 
 /// As [`load`]; with `all_frames`, no frame is marked hidden (see `report::frame_marks`).
@@ -173,6 +175,7 @@ pub fn load_frames(
     paths: &[PathBuf],
     window: replay::Window,
     all_frames: bool,
+    flame: bool,
 ) -> Result<report::model::Report> {
     let files = traces::collect(paths)?;
     let mut replayed = Vec::with_capacity(files.len());
@@ -208,7 +211,7 @@ pub fn load_frames(
     }
     // The machine's measured ceilings, read once for every process.
     let ceilings = crate::bench::ceilings::stored();
-    let mut model = report::build::report(replayed, &ceilings);
+    let mut model = report::build::report_parts(replayed, &ceilings, flame);
     model.unreadable = unreadable;
     Ok(model)
 }

@@ -11,10 +11,18 @@ use crate::bench::ceilings::Ceilings;
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
 
-/// The report of several traces, ordered by start time, against the machines' measured `ceilings`.
-pub fn report(mut traces: Vec<Replayed>, ceilings: &[Ceilings]) -> Report {
+/// The report of several traces, ordered by start time, against the machines' measured `ceilings`,
+/// with every part.
+pub fn report(traces: Vec<Replayed>, ceilings: &[Ceilings]) -> Report {
+    report_parts(traces, ceilings, true)
+}
+
+/// As [`report`]; the flame graphs only with `flame` (they name every stack ever allocated from:
+/// on a PyTorch trace that is most of the report's time, spent for nothing by the text view, the
+/// gate or `top`).
+pub fn report_parts(mut traces: Vec<Replayed>, ceilings: &[Ceilings], flame: bool) -> Report {
     traces.sort_by_key(|t| (t.header.start_unix_ns, t.header.pid));
-    let mut processes: Vec<Process> = traces.iter().map(|t| process(t, ceilings)).collect();
+    let mut processes: Vec<Process> = traces.iter().map(|t| process(t, ceilings, flame)).collect();
     let pids: Vec<u32> = processes.iter().map(|p| p.pid).collect();
     for (p, t) in processes.iter_mut().zip(&traces) {
         p.role = super::ranks::role(p, &pids, super::ranks::is_dataloader_worker(t));
@@ -32,7 +40,7 @@ pub fn report(mut traces: Vec<Replayed>, ceilings: &[Ceilings]) -> Report {
     report
 }
 
-fn process(t: &Replayed, ceilings: &[Ceilings]) -> Process {
+fn process(t: &Replayed, ceilings: &[Ceilings], flame: bool) -> Process {
     let mut sym = Symbolizer::default();
     let ns_to_s = |ns: u64| ns.saturating_sub(t.header.clock_start_ns) as f64 / 1e9;
     let mut host = leak_class(t, &mut sym, t.heap.sites());
@@ -68,7 +76,11 @@ fn process(t: &Replayed, ceilings: &[Ceilings]) -> Process {
     if let Some(c) = &t.heap_totals {
         super::counted::apply(c, ns_to_s, &mut heap, &mut host);
     }
-    let flame = super::flame::section(t, &mut sym);
+    let flame = if flame {
+        super::flame::section(t, &mut sym)
+    } else {
+        Default::default()
+    };
     let mut notes = t.notes.clone();
     if let Some(c) = &t.corrupt {
         notes.push(format!("reading stopped early: {c}"));

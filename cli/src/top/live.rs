@@ -99,7 +99,7 @@ const GROWTH_SITES: usize = 3;
 pub fn load(path: &Path, ceilings: &[Ceilings]) -> Result<Live> {
     let r = crate::replay::replay(path)?;
     let rss = (r.fragmentation.last_rss > 0).then_some(r.fragmentation.last_rss);
-    let model = crate::report::build::report(vec![r], ceilings);
+    let model = crate::report::build::report_parts(vec![r], ceilings, false);
     let p = model
         .processes
         .first()
