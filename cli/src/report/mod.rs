@@ -32,4 +32,5 @@ pub mod torch_steps;
 pub mod transfers;
 pub mod unified;
 pub mod verdict;
+pub mod verdict_items;
 pub mod verdict_torch;

@@ -5,7 +5,7 @@
 //! frees) are left out of the verdict, so nothing is said twice; the sections keep them all.
 use super::model::{FrameOut, Process, Verdict};
 use super::site_label::label;
-use super::verdict::{growth_item, item, released_item, Climb};
+use super::verdict_items::{fix, growth_item, item, released_item, Climb};
 use crate::units::human_bytes;
 
 /// True when `p`'s PyTorch allocator was seen from the inside (its own events recorded).
@@ -100,7 +100,7 @@ pub fn items(p: &Process, per_kind: usize) -> Vec<Verdict> {
                 g.until_step,
                 human_bytes(g.bytes)
             ),
-            super::verdict::fix("growth"),
+            fix("growth"),
         ));
     }
     for g in t.growth.iter().take(per_kind) {
@@ -142,7 +142,7 @@ pub fn items(p: &Process, per_kind: usize) -> Vec<Verdict> {
                 human_bytes(top.bytes),
                 crate::units::blocks(top.count, "tensor")
             ),
-            super::verdict::fix("held_at_exit"),
+            fix("held_at_exit"),
         ));
     }
     v
