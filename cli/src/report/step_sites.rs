@@ -3,8 +3,10 @@
 //! training steps and still holds nearly all of it at the end grows a step, however unevenly the
 //! steps are spread in time (a loop of twelve 1 ms steps between a slow first step and a slow exit
 //! spans too little of its site's life to look like growth over time).
+use rustc_hash::FxHashMap as HashMap;
+
 use crate::analysis::merge_sites;
-use crate::analysis::python_sites::{groups_by_weight, regroup};
+use crate::analysis::python_sites::regroup;
 use crate::replay::Replayed;
 
 /// Sites under this at their last high never count.
@@ -22,18 +24,23 @@ pub struct Rising {
     pub held_bytes: u64,
 }
 
-/// The sites of `t`'s tensor memory that rose in at least `min_steps` of the steps beginning at
-/// `starts` (ns, in order), most bytes a step first.
-pub fn rising(t: &Replayed, starts: &[u64], min_steps: usize) -> Vec<Rising> {
+/// The sites of `t`'s tensor memory, grouped as `groups` says (the PyTorch section's groups), that
+/// rose in at least `min_steps` of the steps beginning at `starts` (ns, in order), most bytes a step
+/// first.
+pub fn rising(
+    t: &Replayed,
+    groups: &HashMap<u32, u32>,
+    starts: &[u64],
+    min_steps: usize,
+) -> Vec<Rising> {
     let all = merge_sites(t.torch.devices.values().map(|d| d.blocks.sites()));
-    let groups = groups_by_weight(&t.stacks, &all);
-    let sites = regroup(&all, &groups);
+    let sites = regroup(&all, groups);
     // A Python program's end is when its interpreter began to exit, before teardown freed it all.
     let at_exit = t
         .torch
         .at_exit
         .as_ref()
-        .map(|a| regroup(&a.holders, &groups));
+        .map(|a| regroup(&a.holders, groups));
     let step_of = |ns: u64| starts.partition_point(|&s| s <= ns) as u32;
     let mut out: Vec<Rising> = sites
         .iter()

@@ -109,7 +109,7 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> TorchSection {
         .iter()
         .map(|o| oom(t, sym, o, &groups))
         .collect();
-    super::torch_steps::apply(t, sym, &mut out);
+    super::torch_steps::apply(t, sym, &groups, &mut out);
     findings(&mut out);
     out
 }

@@ -28,7 +28,13 @@ const HOST_MIN_BYTES: u64 = 64 << 10;
 const GROWTH_ROWS: usize = 5;
 
 /// Adds the steps and the roles to a PyTorch section whose devices and OOMs are built.
-pub fn apply(t: &Replayed, sym: &mut Symbolizer, out: &mut TorchSection) {
+/// `groups`: the tensor sites' Python-location groups, as the section made them.
+pub fn apply(
+    t: &Replayed,
+    sym: &mut Symbolizer,
+    groups: &HashMap<u32, u32>,
+    out: &mut TorchSection,
+) {
     let mut keys: HashMap<u32, Keys> = HashMap::default();
     let mut roles: HashMap<u32, u8> = HashMap::default();
     for d in t.torch.devices.values() {
@@ -55,7 +61,7 @@ pub fn apply(t: &Replayed, sym: &mut Symbolizer, out: &mut TorchSection) {
     for (o, (_, m)) in out.ooms.iter_mut().zip(pass.all_ooms()) {
         o.roles = Some(roles_out(&m.roles, m.allocated, m.reserved));
     }
-    out.steps = steps(t, sym, &pass, out);
+    out.steps = steps(t, sym, &pass, groups, out);
 }
 
 /// A stack's outermost Python frames, outermost first, as code and line (lent or not).
@@ -147,6 +153,7 @@ fn steps(
     t: &Replayed,
     sym: &mut Symbolizer,
     pass: &StepPass,
+    groups: &HashMap<u32, u32>,
     torch: &TorchSection,
 ) -> TorchStepsOut {
     let segs = &pass.segments;
@@ -224,7 +231,7 @@ fn steps(
     };
     // Sites that rose in most steps, judged by steps; then growth over time that they do not cover.
     let min_rises = MIN_STEPS.max(starts.len() / 2);
-    for r in super::step_sites::rising(t, &starts, min_rises) {
+    for r in super::step_sites::rising(t, groups, &starts, min_rises) {
         growth.push(StepGrowth {
             memory: "device",
             bytes_per_step: (r.held_bytes - r.from_bytes) / u64::from(r.until_step - r.since_step),

@@ -120,10 +120,14 @@ fn process(p: &Process) -> Vec<Verdict> {
         // An interpreter frees little at exit: what its program and the libraries it loaded still
         // held then is not lost memory by itself (a leak that matters keeps growing, and is said
         // as growth), so it is said as held, not as a leak.
-        let (kind, what) = if p.python.is_some() {
-            ("held_at_exit", "still held when the process ended")
+        let (kind, what, to_do) = if p.python.is_some() {
+            (
+                "held_at_exit",
+                "still held when the process ended",
+                HELD_BY_PYTHON,
+            )
         } else {
-            ("leak", "never freed")
+            ("leak", "never freed", fix("leak"))
         };
         v.push(item(
             kind,
@@ -136,11 +140,7 @@ fn process(p: &Process) -> Vec<Verdict> {
                 plural(sites),
                 top.as_deref().unwrap_or("an unnamed site")
             ),
-            if p.python.is_some() {
-                HELD_BY_PYTHON
-            } else {
-                fix("leak")
-            },
+            to_do,
         ));
     }
     if p.python.is_none() {
