@@ -92,7 +92,7 @@ fn process(t: &Replayed, ceilings: &[Ceilings], flame: bool) -> Process {
         ));
     } else if t.truncated && t.corrupt.is_none() {
         notes.push(
-            "the trace ends without the shim closing it: the process was killed or crashed, so the last moments (up to 100 ms) may be missing and \"leaks\" are what was live when it died"
+            "the trace ends without the shim closing it: the process was killed or crashed, or ended through the exit system call itself (a Go program does), so the last moments (up to 100 ms) may be missing and \"leaks\" are what was live when it died"
                 .into(),
         );
     }
