@@ -1,15 +1,11 @@
-//! Where a process's trace file goes and how it is named: `<dir>/<exe>.<pid>[.<n>].mshim`, created
-//! with mode 0600, never following or replacing anything already at that path.
+//! The trace file: frames written whole or not at all, through whatever the program leaves the shim
+//! (its descriptors, its file-size limit, the disk), kept in memory while they cannot be written.
 use std::ffi::CString;
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
 
-use memshim_trace::FILE_EXTENSION;
-
-use crate::rank::host_for_file_name;
 use crate::sys;
 
 mod room;
@@ -234,115 +230,6 @@ impl TraceFile {
         Ok(())
     }
 
-    /// Whether frames are waiting in memory (the file could not take them): the frames after them
-    /// may be all that lands, so they must read on their own.
-    pub fn has_waiting(&self) -> bool {
-        !self.pending.is_empty()
-    }
-
-    /// What the trace should say at its end about frames still waiting then: how many bytes and
-    /// why. The last chance (`finish_pending`) comes after the end is written, so whether they land
-    /// is not known yet; the reader counts the frames that did not.
-    pub fn waiting_note(&self) -> Option<String> {
-        if self.pending_bytes == 0 {
-            return None;
-        }
-        let why = self.waiting_for.map_or_else(
-            || "unknown".into(),
-            |e| io::Error::from_raw_os_error(e).to_string(),
-        );
-        Some(format!(
-            "{} bytes of frames were still waiting to be written when the trace ended, since it \
-             could not be written ({why}); those that did not fit at the end are missing, and \
-             blocks freed in them look live",
-            self.pending_bytes
-        ))
-    }
-
-    /// At the end: every waiting frame, in order; once the disk proves full, only the newest that
-    /// the space left takes (the reserve beyond the end, and what the file system still has), the
-    /// older ones counted lost (the reader sees the gap in the frames' numbers). The newest, since
-    /// the last moments before the end are what a report of a dying program needs most; the last
-    /// frame, the end record's, is always tried. Returns the bytes not written and why.
-    fn write_the_rest(&mut self) -> Option<(usize, io::Error)> {
-        let mut lost = 0;
-        let mut why = None;
-        // Chosen before anything is written: a frame that fails is cut off, and cutting gives back
-        // the reserve beyond the end too.
-        let len = self.len;
-        if let Ok(Some(room)) = self.with_file(|fd, _| Ok(sys::file_room::space_left(fd, len))) {
-            while self.pending.len() > 1 && self.pending_bytes > room as usize {
-                if let Some(f) = self.pending.pop_front() {
-                    self.pending_bytes -= f.len();
-                    lost += f.len();
-                    why = Some(io::Error::from_raw_os_error(libc::ENOSPC));
-                }
-            }
-        }
-        while let Some(frame) = self.pending.pop_front() {
-            self.pending_bytes -= frame.len();
-            if let Err(e) = self.write_now(&frame) {
-                lost += frame.len();
-                why = Some(e);
-            }
-        }
-        why.map(|e| (lost, e))
-    }
-}
-
-impl Write for TraceFile {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.write_or_keep(buf).map(|()| buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Where a trace file's frames end: on disk, and counting the frames still waiting in memory.
-#[derive(Clone, Copy)]
-pub struct FileMark {
-    len: u64,
-    waiting: usize,
-}
-
-impl TraceFile {
-    /// The end of what was written or is waiting to be, for [`TraceFile::cut_back`].
-    pub fn mark(&self) -> FileMark {
-        FileMark {
-            len: self.len,
-            waiting: self.pending.len(),
-        }
-    }
-
-    /// Cuts off every frame after `mark` (frames still waiting are dropped, frames on disk are
-    /// truncated away, or turned back to zeros in the room), so that writing goes on from there.
-    pub fn cut_back(&mut self, mark: FileMark) -> io::Result<()> {
-        while self.pending.len() > mark.waiting {
-            if let Some(f) = self.pending.pop_back() {
-                self.pending_bytes -= f.len();
-            }
-        }
-        if self.len == mark.len {
-            return Ok(());
-        }
-        let (written, room) = (self.len, self.room);
-        self.with_file(|fd, held| {
-            if let Some(room) = room {
-                room.clear_from(fd, mark.len, written);
-                return Ok(());
-            }
-            sys::truncate(fd, mark.len)?;
-            if held {
-                sys::reserve_beyond_end(fd, mark.len as i64, RESERVE);
-            }
-            Ok(())
-        })?;
-        self.len = mark.len;
-        Ok(())
-    }
-
     /// Runs `f` on the trace's descriptor: the held one while it is still the shim's (`true`), or
     /// the file opened again by its path for the moment, once checked to be the file the shim
     /// created at the length it left it.
@@ -362,46 +249,15 @@ impl TraceFile {
         }
         f(file.as_raw_fd(), false)
     }
+}
 
-    /// The program is about to limit the size of the files it writes to `limit` bytes: unless the
-    /// trace could not reach that limit for a long while anyway, it takes its room now, while the
-    /// file still may grow (see `room`). What the writer had was put on disk just before. True when
-    /// the trace has its room.
-    pub fn before_size_limit(&mut self, limit: u64) -> bool {
-        if self.room.is_some() {
-            return true;
-        }
-        if limit >= self.len.saturating_add(room::ROOM) {
-            return false;
-        }
-        let len = self.len;
-        if let Ok(Some(room)) = self.with_file(|fd, _| Ok(Room::take(fd, len))) {
-            self.room = Some(room);
-        }
-        self.room.is_some()
+impl Write for TraceFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_or_keep(buf).map(|()| buf.len())
     }
 
-    /// The room is given back: the file is cut to the frames it holds.
-    fn give_back_room(&mut self) {
-        let Some(room) = self.room else { return };
-        let len = self.len;
-        if self.with_file(|fd, _| room.give_back(fd, len)).is_ok() {
-            self.room = None;
-        }
-    }
-
-    /// The last chance for what waited, once the end is written: the program is ending, and a
-    /// descriptor or a file size above its soft limits may be had for a moment. The room, if any,
-    /// is given back. Returns the bytes that still could not be written, and why.
-    pub fn finish_pending(&mut self) -> Option<(usize, io::Error)> {
-        self.at_end = true;
-        let lost = if self.pending.is_empty() {
-            None
-        } else {
-            sys::with_limits_raised(|| self.write_the_rest())
-        };
-        self.give_back_room();
-        lost
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -424,77 +280,10 @@ impl Drop for TraceFile {
     }
 }
 
-/// Creates the trace file for `pid` (named `exe.pid.mshim`, or `exe.host.rankN.pid.mshim` for a
-/// rank of a distributed job, so the traces of a job's hosts can share a directory); returns it and
-/// its path.
-pub fn create(
-    dir: &str,
-    exe: &str,
-    pid: u32,
-    rank: Option<(&str, u32)>,
-) -> Result<(TraceFile, PathBuf), String> {
-    let dir = crate::config::absolute_dir(dir)?;
-    if !dir.is_dir() {
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create the output directory {}: {e}", dir.display()))?;
-    }
-    let stem = match rank {
-        Some((host, r)) => format!("{}.{}.rank{r}", file_stem(exe), host_for_file_name(host)),
-        None => file_stem(exe),
-    };
-    for n in 0..1000 {
-        let name = if n == 0 {
-            format!("{stem}.{pid}.{FILE_EXTENSION}")
-        } else {
-            format!("{stem}.{pid}.{n}.{FILE_EXTENSION}")
-        };
-        let path = dir.join(name);
-        let c = CString::new(path.as_os_str().as_encoded_bytes())
-            .map_err(|_| format!("the output path {} contains a NUL byte", path.display()))?;
-        match sys::create_exclusive(&c) {
-            Ok(fd) => {
-                let file = TraceFile::new(c, fd)
-                    .map_err(|e| format!("cannot use the trace file {}: {e}", path.display()))?;
-                return Ok((file, path));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => {
-                return Err(format!(
-                    "cannot create the trace file {}: {e}",
-                    path.display()
-                ))
-            }
-        }
-    }
-    Err(format!(
-        "cannot create a trace file in {}: 1000 names for pid {pid} are taken",
-        dir.display()
-    ))
-}
-
-/// A file-name-safe short form of the executable's name.
-pub fn file_stem(exe: &str) -> String {
-    let base = Path::new(exe)
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let clean: String = base
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(64)
-        .collect();
-    if clean.is_empty() {
-        "process".into()
-    } else {
-        clean
-    }
-}
+mod ending;
+mod naming;
+pub use ending::FileMark;
+pub use naming::create;
 
 #[cfg(test)]
 mod tests;
