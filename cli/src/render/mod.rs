@@ -7,6 +7,7 @@ mod markdown_cells;
 mod markdown_first;
 mod markdown_torch;
 pub mod numa_lines;
+pub mod roles;
 mod set_apart;
 pub mod text;
 pub mod wrap;

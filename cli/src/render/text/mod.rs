@@ -11,7 +11,6 @@ mod gpu;
 mod overview;
 mod torch;
 mod torch_steps;
-pub use torch_steps::roles_line;
 
 /// The text renderer.
 pub struct Text {

@@ -2,33 +2,13 @@
 use std::io::{self, Write};
 
 use super::Text;
-use crate::report::model::{RolesOut, TorchSection};
+use crate::render::roles::roles_line;
+use crate::report::model::TorchSection;
 use crate::report::site_label::finding_place as place;
 use crate::units::human_bytes;
 
 /// Steps shown before the rest are summed up in one line.
 const STEPS_SHOWN: usize = 20;
-
-/// One line of roles, largest first, those holding nothing left out.
-pub fn roles_line(r: &RolesOut) -> String {
-    let mut parts = [
-        ("parameters", r.parameters),
-        ("gradients", r.gradients),
-        ("optimizer state", r.optimizer_state),
-        ("activations", r.activations),
-        ("data", r.data),
-        ("workspaces", r.workspaces),
-        ("other", r.other),
-    ];
-    parts.sort_by_key(|p| std::cmp::Reverse(p.1));
-    let mut line: Vec<String> = parts
-        .iter()
-        .filter(|p| p.1 > 0)
-        .map(|(n, b)| format!("{n} {}", human_bytes(*b)))
-        .collect();
-    line.push(format!("cache free {}", human_bytes(r.cache_free)));
-    line.join(", ")
-}
 
 impl Text {
     pub(super) fn torch_steps(&self, t: &TorchSection, out: &mut dyn Write) -> io::Result<()> {
