@@ -17,7 +17,7 @@ const BUDGET: usize = 60_000;
 /// The Markdown renderer.
 pub struct Markdown {
     /// Sites shown per table.
-    top: usize,
+    pub(super) top: usize,
     /// Sites folded under a table, past which only a count is given.
     folded: usize,
 }

@@ -1,9 +1,12 @@
-//! Renderers: one file per output format, all drawing from the same [`Report`]. No analysis here.
+//! Renderers: one file per output format, all drawing from the same [`Report`] (and `diff`'s from
+//! the same `report::diff::Diff`). No analysis here.
+pub mod changes;
 pub mod colour;
 pub mod html;
 pub mod json;
 pub mod markdown;
 mod markdown_cells;
+mod markdown_diff;
 mod markdown_first;
 mod markdown_torch;
 pub mod numa_lines;
@@ -17,10 +20,10 @@ use std::io::{self, Write};
 use crate::report::model::{FrameOut, Report};
 use crate::units::human_bytes;
 
-/// An output format.
-pub trait Render {
-    /// Writes `report` to `out`.
-    fn render(&self, report: &Report, out: &mut dyn Write) -> io::Result<()>;
+/// An output format of a model: a report (the default), or the `diff` of two.
+pub trait Render<M = Report> {
+    /// Writes `model` to `out`.
+    fn render(&self, model: &M, out: &mut dyn Write) -> io::Result<()>;
 }
 
 /// One line about the process's Python interpreter, if it ran one.

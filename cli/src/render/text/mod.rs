@@ -6,6 +6,7 @@ use crate::report::model::{FrameOut, LeakClass, PlacementOut, Process, Report, S
 use crate::report::owner::first_program_function;
 use crate::units::human_bytes;
 
+mod diff;
 mod first_screen;
 mod gpu;
 mod overview;
