@@ -4,7 +4,8 @@
 use std::fmt;
 
 use crate::byte_size;
-use crate::render::{is_allocator, site_view};
+use crate::render::site_view;
+use crate::report::model::frame::is_allocator;
 use crate::report::model::{FrameOut, GrowthSite, LeakClass, Process, Report, Site};
 use crate::units::human_bytes;
 
@@ -203,7 +204,7 @@ fn process_name(p: &Process) -> String {
 /// not the allocator itself (a frame without a symbol is named by its module and offset only when
 /// no frame has a name).
 fn site_name(frames: &[FrameOut]) -> String {
-    use crate::report::frame_marks::{file_name, place, shown};
+    use crate::report::model::frame::{file_name, place, shown};
     let frames: Vec<FrameOut> = shown(frames).into_iter().cloned().collect();
     let (first, _) = site_view(&frames);
     let Some(f) = first

@@ -128,30 +128,6 @@ pub fn site_view(frames: &[FrameOut]) -> (Vec<&FrameOut>, Vec<&FrameOut>) {
     (python, native)
 }
 
-/// True for a frame of the allocator itself (malloc, `operator new`, CPython's and PyTorch's allocation
-/// wrappers): never the answer to "what called into native code here".
-pub fn is_allocator(f: &FrameOut) -> bool {
-    const PREFIXES: [&str; 14] = [
-        "operator new",
-        "malloc",
-        "calloc",
-        "realloc",
-        "posix_memalign",
-        "aligned_alloc",
-        "_PyObject_",
-        "PyObject_Malloc",
-        "PyObject_Calloc",
-        "PyObject_Realloc",
-        "_PyMem_",
-        "PyMem_",
-        "c10::alloc_cpu",
-        "std::__new_allocator",
-    ];
-    f.function
-        .as_deref()
-        .is_some_and(|func| PREFIXES.iter().any(|p| func.starts_with(p)))
-}
-
 /// A command line for a heading: control characters and runs of whitespace become one space, and
 /// anything past 100 characters is cut, so a `python -c` script cannot break the layout.
 pub fn one_line(s: &str) -> String {

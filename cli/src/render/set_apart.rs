@@ -19,7 +19,10 @@ pub fn by_design_lines(c: &LeakClass, unit: &str) -> Vec<String> {
         if e.3.is_none() {
             // Its innermost frame past the allocator; when that has no name, the innermost named
             // frame of the same library, else its place.
-            let mut inner = s.frames.iter().filter(|f| !crate::render::is_allocator(f));
+            let mut inner = s
+                .frames
+                .iter()
+                .filter(|f| !crate::report::model::frame::is_allocator(f));
             let first = inner.next();
             e.3 = first
                 .filter(|f| f.function.is_none())
@@ -27,7 +30,7 @@ pub fn by_design_lines(c: &LeakClass, unit: &str) -> Vec<String> {
                 .or(first)
                 .map(|f| match f.function.as_deref() {
                     Some(func) => func.strip_prefix("__GI_").unwrap_or(func).to_string(),
-                    None => crate::report::frame_marks::place(f),
+                    None => crate::report::model::frame::place(f),
                 });
         }
     }

@@ -111,7 +111,7 @@ pub fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
 /// line: the innermost Python frame, else the innermost named frame that is neither the CUDA runtime
 /// nor the allocator, among the frames the reports show.
 pub fn program_site(frames: &[FrameOut]) -> Option<String> {
-    let shown: Vec<FrameOut> = super::frame_marks::shown(frames)
+    let shown: Vec<FrameOut> = super::model::frame::shown(frames)
         .into_iter()
         .cloned()
         .collect();
@@ -122,11 +122,11 @@ pub fn program_site(frames: &[FrameOut]) -> Option<String> {
             .position(|f| f.function.as_deref() == Some(func))?;
         shown[first..]
             .iter()
-            .find(|f| f.function.is_some() && !crate::render::is_allocator(f))
+            .find(|f| f.function.is_some() && !super::model::frame::is_allocator(f))
             .or(shown.get(first))
     })?;
     let func = frame.function.as_deref()?;
-    Some(match (super::frame_marks::file_name(frame), frame.line) {
+    Some(match (super::model::frame::file_name(frame), frame.line) {
         (Some(file), Some(line)) => format!("{func} ({file}:{line})"),
         _ => func.to_string(),
     })

@@ -335,7 +335,7 @@ impl Text {
 /// into one level down (see [`site_view`]); start-up, import and interpreter frames left out (see
 /// `report::frame_marks`).
 fn write_stack(out: &mut dyn Write, frames: &[FrameOut], shown: usize) -> io::Result<()> {
-    let frames: Vec<FrameOut> = crate::report::frame_marks::shown(frames)
+    let frames: Vec<FrameOut> = crate::report::model::frame::shown(frames)
         .into_iter()
         .cloned()
         .collect();
@@ -408,7 +408,7 @@ fn placement_line(b: &PlacementOut) -> String {
 }
 
 fn frame_line(f: &FrameOut) -> String {
-    use crate::report::frame_marks::{file_name, place};
+    use crate::report::model::frame::{file_name, place};
     match (f.function.as_deref(), file_name(f), f.line) {
         (Some(func), Some(file), Some(line)) => format!("{func}  {file}:{line}"),
         (Some(func), _, _) => format!("{func}  ({})", place(f)),

@@ -2,6 +2,7 @@
 //! unified memory.
 use serde::Serialize;
 
+use super::frame::FrameOut;
 use super::site::*;
 use super::transfers::SizeBucket;
 

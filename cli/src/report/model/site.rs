@@ -2,6 +2,8 @@
 //! live sites of one class of memory.
 use serde::Serialize;
 
+use super::frame::FrameOut;
+
 /// A conclusion.
 #[derive(Serialize, Debug, Default, Clone)]
 pub struct Finding {
@@ -98,36 +100,4 @@ impl Site {
 pub struct Estimate {
     pub bytes: u64,
     pub count: u64,
-}
-
-/// One frame.
-#[derive(Serialize, Debug, Clone)]
-pub struct FrameOut {
-    /// "native" (or "python" for interpreter frames).
-    pub kind: &'static str,
-    pub function: Option<String>,
-    pub file: Option<String>,
-    pub line: Option<u32>,
-    pub module: Option<String>,
-    /// The return address, as hex.
-    pub address: String,
-    /// Present (true) on a Python frame of the main thread, lent to a native thread that ran no
-    /// Python code (PyTorch's autograd engine during `backward()`, say).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub main_thread: bool,
-    /// The return address less its module's load bias, as hex (`module+offset` in the reports):
-    /// the same in every run, where ASLR moves `address`. Absent for Python frames and addresses in
-    /// no known module.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub offset: Option<String>,
-    /// Present when the text, Markdown and HTML reports and the exports leave this frame out (see
-    /// `report::frame_marks`): "startup" (`_start`, `__libc_start_main`), "import" (Python's import
-    /// machinery) or "interpreter" (CPython's own frames around Python code). Never set with
-    /// `--all-frames`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub hidden: Option<&'static str>,
-    /// A Python frame's file as the reports show it: relative to its package's import root or to the
-    /// script's directory (`torch/nn/modules/linear.py`); `file` keeps the full path.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub short_file: Option<String>,
 }

@@ -2,6 +2,7 @@
 //! fragmentation.
 use serde::Serialize;
 
+use super::frame::FrameOut;
 use super::site::*;
 
 /// The machine's NUMA topology and what memshim concludes about placement.

@@ -1,6 +1,7 @@
 //! The model of the training steps found in a PyTorch process, and of memory by role.
 use serde::Serialize;
 
+use super::frame::FrameOut;
 use super::site::*;
 
 /// Tensor memory by what it is for, inferred from the frames that allocated each block (see

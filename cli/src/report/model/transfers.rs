@@ -1,6 +1,7 @@
 //! The model of the transfers section and its bandwidth series.
 use serde::Serialize;
 
+use super::frame::FrameOut;
 use super::site::*;
 
 /// Bandwidth of one kind of copy over time.
