@@ -128,7 +128,7 @@ fn broken(report: &Report, limit: Limit) -> Option<String> {
 /// system code allocates once by design and what `--suppressions` matched are not the program's to
 /// free.
 fn own_bytes(c: &LeakClass) -> u64 {
-    c.program_bytes()
+    c.program_bytes
 }
 
 /// What a process left allocated on its GPUs: with PyTorch's allocator seen, the tensors still held
@@ -148,7 +148,7 @@ fn top_leak(procs: &[Process], class: fn(&Process) -> &LeakClass) -> Option<Stri
         .iter()
         .flat_map(|p| {
             class(p)
-                .program_sites()
+                .sites_of_program()
                 .map(move |s| (p, s, s.estimated.as_ref().map_or(s.bytes, |e| e.bytes)))
         })
         // The first of equal sites (in the report's order), so the line is the same run after run.

@@ -169,13 +169,13 @@ fn process(b: &Process, a: &Process, min_bytes: u64) -> ProcessDiff {
 }
 
 fn own(c: &LeakClass) -> u64 {
-    c.program_bytes()
+    c.program_bytes
 }
 
 /// The program's sites by their function names: (bytes, count), summed when names coincide.
 fn by_key(c: &LeakClass) -> BTreeMap<Vec<String>, (u64, u64)> {
     let mut m: BTreeMap<Vec<String>, (u64, u64)> = BTreeMap::new();
-    for s in c.program_sites() {
+    for s in c.sites_of_program() {
         let e = m.entry(key(&s.frames)).or_default();
         e.0 += s.bytes;
         e.1 += s.count;

@@ -52,6 +52,7 @@ pub fn leak_class_grouped(
                     bytes: s.est_live_bytes.round().max(0.0) as u64,
                     count: s.est_live_count.round().max(0.0) as u64,
                 }),
+                label: None,
                 frames,
             }
         })
@@ -68,19 +69,20 @@ pub fn leak_class_grouped(
         list.iter()
             .filter(|s| super::by_design::is_by_design(s.owner))
     };
-    LeakClass {
+    let mut c = LeakClass {
         bytes: list.iter().map(|s| s.bytes).sum::<u64>() + unsampled_bytes,
         count: list.iter().map(|s| s.count).sum::<u64>() + unsampled_count,
         driver_bytes: driver().map(|s| s.bytes).sum(),
         driver_count: driver().map(|s| s.count).sum(),
         by_design_bytes: by_design().map(|s| s.bytes).sum(),
         by_design_count: by_design().map(|s| s.count).sum(),
-        suppressed_bytes: 0,
-        suppressed_count: 0,
         unsampled_bytes,
         unsampled_count,
         sites: list,
-    }
+        ..Default::default()
+    };
+    super::figures::leak_class(&mut c);
+    c
 }
 
 pub fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {

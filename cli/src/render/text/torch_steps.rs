@@ -4,7 +4,6 @@ use std::io::{self, Write};
 use super::Text;
 use crate::render::roles::roles_line;
 use crate::report::model::TorchSection;
-use crate::report::site_label::finding_place as place;
 use crate::units::human_bytes;
 
 /// Steps shown before the rest are summed up in one line.
@@ -30,7 +29,7 @@ impl Text {
             out,
             "  steps: {} found by the loop at {}",
             s.steps.len(),
-            place(&s.marker)
+            s.marker_place
         )?;
         writeln!(
             out,
@@ -67,10 +66,8 @@ impl Text {
             out,
             "    (^ the most during the step; > allocated when the next step began)"
         )?;
-        let first_peak = s.steps.iter().max_by(|a, b| {
-            (a.peak_allocated_bytes.cmp(&b.peak_allocated_bytes)).then(b.index.cmp(&a.index))
-        });
-        if let Some(peak) = first_peak {
+        let peak_step = s.steps.iter().find(|st| Some(st.index) == s.peak_step);
+        if let Some(peak) = peak_step {
             writeln!(
                 out,
                 "  by role at the peak of step {}: {}",
@@ -83,7 +80,7 @@ impl Text {
                 out,
                 "  +{} a step at {} since step {} ({} memory: {} by step {})",
                 human_bytes(g.bytes_per_step),
-                place(&g.frames),
+                g.place,
                 g.since_step,
                 g.memory,
                 human_bytes(g.bytes),
