@@ -331,6 +331,9 @@ fn exported(
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+    use std::path::Path;
+
     use clap::Parser;
 
     use super::*;
@@ -476,5 +479,61 @@ mod tests {
             }))
         ));
         assert!(matches!(settings(&["memshim", "man"]), Ok(Settings::Man)));
+    }
+
+    /// The `MEMSHIM_*` names in the table rows (`| \`MEMSHIM_X\` | ...`) of `text`.
+    fn table_names(text: &str) -> BTreeSet<String> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("| `MEMSHIM_"))
+            .filter_map(|rest| rest.split('`').next())
+            .map(|name| format!("MEMSHIM_{name}"))
+            .collect()
+    }
+
+    /// The variables `text` reads: the names in its `var("MEMSHIM_X")` and `var_os("MEMSHIM_X")`.
+    fn names_read(text: &str) -> BTreeSet<String> {
+        let code = text.find("#[cfg(test)]").map_or(text, |i| &text[..i]);
+        ["var(\"MEMSHIM_", "var_os(\"MEMSHIM_"]
+            .iter()
+            .flat_map(|call| code.split(call).skip(1))
+            .filter_map(|rest| rest.split('"').next())
+            .map(|name| format!("MEMSHIM_{name}"))
+            .collect()
+    }
+
+    fn sources(dir: &Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).expect("the source directory") {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(std::fs::read_to_string(&path).expect("a source file"));
+            }
+        }
+    }
+
+    #[test]
+    fn the_settings_table_names_every_variable_the_cli_reads() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = vec![std::fs::read_to_string(root.join("build.rs")).expect("build.rs")];
+        sources(&root.join("src"), &mut files);
+        let read: BTreeSet<String> = files.iter().flat_map(|f| names_read(f)).collect();
+        let docs = include_str!("../../docs/settings.md");
+        let (shim, cli) = docs.split_at(docs.find("## The CLI").expect("the CLI's table"));
+        let (shim, cli) = (table_names(shim), table_names(cli));
+        assert!(cli.len() >= 4, "{cli:?}");
+        let undocumented: Vec<&String> = read
+            .iter()
+            .filter(|n| !cli.contains(*n) && !shim.contains(*n))
+            .collect();
+        assert!(
+            undocumented.is_empty(),
+            "read but in neither table of docs/settings.md: {undocumented:?}"
+        );
+        let unread: Vec<&String> = cli.iter().filter(|n| !read.contains(*n)).collect();
+        assert!(
+            unread.is_empty(),
+            "in the CLI's table but never read: {unread:?}"
+        );
     }
 }
