@@ -1,5 +1,6 @@
 //! Anonymous mappings: ranges still mapped at the end, by the site that mapped them. munmap may cut a
-//! range anywhere, so ranges are kept as an interval map and split as needed.
+//! range anywhere, so ranges are kept as an interval map and split as needed. A mapping without
+//! access (`PROT_NONE`) is an address reservation, not memory.
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -39,6 +40,13 @@ impl Mappings {
             return;
         }
         self.remove(m.addr, m.len);
+        // A mapping no one may touch only reserves addresses (Go's and the JVM's heaps, glibc's
+        // thread arenas reserve far more than they use): no memory until parts of it are mapped
+        // again with access, which are mappings of their own. Over a range already mapped it
+        // gives that memory back, as the removal above says.
+        if m.prot == libc::PROT_NONE as u32 && m.func != MapFn::Mremap {
+            return;
+        }
         self.ranges.insert(
             m.addr,
             Range {
@@ -125,6 +133,35 @@ mod tests {
                 stack,
             },
         );
+    }
+
+    #[test]
+    fn a_reservation_is_no_memory_until_mapped_with_access_and_gives_back_what_it_covers() {
+        let mut m = Mappings::default();
+        let reserve = |m: &mut Mappings, addr, len| {
+            m.map(
+                1,
+                &Map {
+                    func: MapFn::Mmap,
+                    addr,
+                    len,
+                    prot: libc::PROT_NONE as u32,
+                    flags: 0x22,
+                    stack: 7,
+                },
+            )
+        };
+        reserve(&mut m, 0x10_0000, 64 << 20);
+        assert_eq!((m.live_bytes, m.maps), (0, 0));
+        // Parts of the reservation committed with MAP_FIXED.
+        map(&mut m, MapFn::Mmap, 0x10_0000, 4 << 20, 8);
+        map(&mut m, MapFn::Mmap, 0x10_0000 + (8 << 20), 1 << 20, 8);
+        assert_eq!(m.live_bytes, 5 << 20);
+        // Decommitted by mapping PROT_NONE over it again.
+        reserve(&mut m, 0x10_0000, 2 << 20);
+        assert_eq!(m.live_bytes, 3 << 20);
+        assert_eq!(m.sites()[&8].live_bytes, 3 << 20);
+        assert!(!m.sites().contains_key(&7));
     }
 
     #[test]

@@ -93,7 +93,7 @@ fn process(t: &Replayed, ceilings: &[Ceilings], flame: bool) -> Process {
         ));
     } else if t.truncated && t.corrupt.is_none() {
         notes.push(
-            "the trace ends without the shim closing it: the process was killed or crashed, so the last moments (up to 100 ms) may be missing and \"leaks\" are what was live when it died"
+            "the trace ends without the shim closing it: the process was killed or crashed, or ended through the exit system call itself (a Go program does), so the last moments (up to 100 ms) may be missing and \"leaks\" are what was live when it died"
                 .into(),
         );
     }
@@ -153,6 +153,7 @@ fn process(t: &Replayed, ceilings: &[Ceilings], flame: bool) -> Process {
             _ => None,
         }),
         dropped_events: t.dropped,
+        missing_frames: t.frame_damage.missing_frames,
         sampling_bytes: (t.heap.sample_bytes > 0).then_some(t.heap.sample_bytes),
         rank: super::ranks::rank(t),
         role: String::new(),

@@ -7,6 +7,9 @@
 //!   (`_dl_*`: link maps, TLS blocks);
 //! - `cxx_runtime`: libstdc++'s own start-up allocations, made by its static initialisers while the
 //!   loader runs them (the emergency exception pool of `eh_alloc.cc`);
+//! - `go_runtime`: the Go runtime's own memory in a cgo program (its heap arenas, goroutine stacks),
+//!   which it maps through `x_cgo_mmap` and keeps for the life of the process: the innermost frame
+//!   above the allocator is the runtime's (`x_cgo_*`, `_cgo_*`, `runtime.*`);
 //! - `interpreter`: CPython's allocations while it initialises, before the script's first line runs:
 //!   any allocation with `Py_InitializeFromConfig`, `Py_PreInitialize*`, `pymain_init`, `pyinit_*`
 //!   or `init_interp_main` on its stack (the call chain that initialisation is, whether `python3`
@@ -45,12 +48,25 @@ pub fn owner(frames: &[FrameOut]) -> Option<&'static str> {
     if frames.iter().any(is_interpreter_init) {
         return Some("interpreter");
     }
+    if inner.first().is_some_and(|f| is_go_runtime(f)) {
+        return Some("go_runtime");
+    }
     None
+}
+
+/// A function of the Go runtime or of its C glue (the `runtime/cgo` package).
+fn is_go_runtime(f: &FrameOut) -> bool {
+    f.function.as_deref().is_some_and(|func| {
+        func.starts_with("x_cgo_") || func.starts_with("_cgo_") || func.starts_with("runtime.")
+    })
 }
 
 /// True for an owner whose memory is kept apart from the program's leaks.
 pub fn is_by_design(owner: &str) -> bool {
-    matches!(owner, "c_library" | "cxx_runtime" | "interpreter")
+    matches!(
+        owner,
+        "c_library" | "cxx_runtime" | "interpreter" | "go_runtime"
+    )
 }
 
 /// In words, for the reports.
@@ -59,6 +75,7 @@ pub fn describe(owner: &str) -> &'static str {
         "c_library" => "the C library",
         "cxx_runtime" => "the C++ runtime (its emergency exception pool)",
         "interpreter" => "the Python interpreter at start-up",
+        "go_runtime" => "the Go runtime (its heap and goroutine stacks)",
         _ => "system code",
     }
 }

@@ -78,6 +78,18 @@ fn the_programs_calls_into_the_c_library_stay_the_programs() {
 }
 
 #[test]
+fn the_go_runtimes_own_mappings_but_not_a_cgo_programs_c_code() {
+    let arena = stack(&[("x_cgo_mmap", "/tmp/gocgo"), ("", "/tmp/gocgo")]);
+    assert_eq!(owner(&arena), Some("go_runtime"));
+    let user = stack(&[
+        ("malloc", LIBC),
+        ("leak", "/tmp/gocgo"),
+        ("_cgo_abc123_Cfunc_leak", "/tmp/gocgo"),
+    ]);
+    assert_eq!(owner(&user), None);
+}
+
+#[test]
 fn the_cxx_runtimes_pool_and_the_interpreters_start_up() {
     let pool = stack(&[
         ("malloc", LIBC),

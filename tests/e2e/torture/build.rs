@@ -99,7 +99,15 @@ pub fn shared_lib(src: &str, name: &str) -> PathBuf {
     )
 }
 
+/// A Go program that calls C (cgo), built with `go build`.
+pub fn go(name: &str) -> PathBuf {
+    program(&format!("{name}.go"), name, &[])
+}
+
 fn compile(src: &str, out: &str, flags: &[&str]) -> PathBuf {
+    if src.ends_with(".go") {
+        return compile_go(src, out);
+    }
     let (var, default) = if src.ends_with(".cpp") {
         ("CXX", "c++")
     } else if src.ends_with(".rs") {
@@ -129,6 +137,32 @@ fn compile(src: &str, out: &str, flags: &[&str]) -> PathBuf {
     assert!(
         output.status.success(),
         "compiling {} failed ({cmd:?}):\n{}",
+        src_path.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    out_path
+}
+
+/// `go build` of one file outside any module, with its caches in the build directory (CI's home
+/// may not be writable, and nothing is fetched).
+fn compile_go(src: &str, out: &str) -> PathBuf {
+    let out_path = build_dir().join(out);
+    let src_path = sources().join(src);
+    let mut cmd = Command::new("go");
+    cmd.args(["build", "-o"])
+        .arg(&out_path)
+        .arg(&src_path)
+        .env("GOCACHE", build_dir().join("go-cache"))
+        .env("GOPATH", build_dir().join("go-path"))
+        .env("GO111MODULE", "off")
+        .env("CGO_ENABLED", "1")
+        .current_dir(build_dir());
+    let output = cmd.output().unwrap_or_else(|e| {
+        panic!("cannot start `go` (the Go toolchain; .ci/run installs golang-go): {e}")
+    });
+    assert!(
+        output.status.success(),
+        "building {} failed ({cmd:?}):\n{}",
         src_path.display(),
         String::from_utf8_lossy(&output.stderr)
     );

@@ -1,5 +1,5 @@
-//! Unusual ends: pthread_exit from main while other threads go on, and quick_exit with handlers that
-//! allocate.
+//! Unusual ends: pthread_exit from main while other threads go on, quick_exit with handlers that
+//! allocate, SIGKILL after a burst, and the exit system call made through glibc's `syscall`.
 use super::build::c;
 use super::harness::{leaks_by_function, Case};
 use crate::report::*;
@@ -59,6 +59,27 @@ fn sigkill_after_a_burst_and_a_pause_loses_nothing_of_the_burst() {
             "{}\nnotes: {}",
             dump(p),
             p["notes"]
+        );
+    }
+}
+
+/// `syscall(SYS_exit_group, 3)` right after a burst: the shim's `syscall` hook closes the trace as
+/// `_exit` does, so it ends whole, with every block of the burst and the program's own status.
+#[test]
+fn exit_group_through_syscall() {
+    let case = Case::new("raw_exit_group", &c("raw_exit_group"), &NO_ARGS);
+    let bare = case.all();
+    assert_eq!(bare.stdout_str(), "exiting 3\n");
+    assert_eq!(bare.status.code(), Some(3));
+    for report in case.reports() {
+        let p = process_by_exe(&report, "raw_exit_group");
+        assert_eq!(p["end"], "quick_exit", "{}", dump(p));
+        assert_eq!(p["truncated"], false, "{}", dump(p));
+        assert_eq!(
+            leaks_by_function(p, &["exit_leak"]),
+            expected(&[("exit_leak", 100_000, 1000)]),
+            "{}",
+            dump(p)
         );
     }
 }

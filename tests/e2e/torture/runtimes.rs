@@ -3,8 +3,9 @@
 use std::path::Path;
 
 use super::build::program;
-use super::harness::Case;
+use super::harness::{leaks_by_function, Case};
 use crate::report::*;
+use serde_json::Value;
 
 #[test]
 fn rust_program_with_threads() {
@@ -17,6 +18,32 @@ fn rust_program_with_threads() {
     let bare = case.all();
     assert_eq!(bare.stdout_str(), "rust threads 8 total 391120\n");
     case.assert_leaks("rust_threads", &["rust_leak"], &[("rust_leak", 777, 1)]);
+}
+
+/// A Go program with cgo: output and status as bare, its C leak exact, and the Go runtime's heap
+/// and stacks (mappings it keeps until exit, most of them only reserved) not called a leak.
+#[test]
+fn go_program_calling_c() {
+    let prog = super::build::go("go_cgo");
+    let case = Case::new("go_cgo", &prog, &[] as &[&str]);
+    let bare = case.all();
+    assert_eq!(bare.stdout_str(), "go total 160000\n");
+    for report in case.reports() {
+        let p = process_by_exe(&report, "go_cgo");
+        // No destructor of the C library runs when Go exits: the trace has no end.
+        assert_eq!(p["end"], Value::Null, "{}", dump(p));
+        assert_eq!(
+            leaks_by_function(p, &["leak"]),
+            vec![("leak".to_string(), 123, 1)],
+            "{}",
+            dump(p)
+        );
+        let mmap = &p["leaks"]["mmap"];
+        assert!(mmap["bytes"].as_u64() > Some(0), "{}", dump(p));
+        assert_eq!(mmap["bytes"], mmap["by_design_bytes"], "{}", dump(p));
+        let verdict = report["verdict"].to_string();
+        assert!(!verdict.contains("mapping_leak"), "{verdict}");
+    }
 }
 
 #[test]

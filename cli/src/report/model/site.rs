@@ -29,7 +29,7 @@ pub struct LeakClass {
     pub driver_bytes: u64,
     pub driver_count: u64,
     /// Of `bytes` and `count`, what system code allocated once by design and keeps until exit (sites
-    /// whose `owner` is `c_library`, `cxx_runtime` or `interpreter`).
+    /// whose `owner` is `c_library`, `cxx_runtime`, `interpreter` or `go_runtime`).
     pub by_design_bytes: u64,
     pub by_design_count: u64,
     /// Of `bytes` and `count`, what a rule of `--suppressions` matched (sites with `suppressed_by`;
@@ -96,7 +96,7 @@ pub struct SuppressedRule {
 #[derive(Serialize, Debug)]
 pub struct Site {
     /// "program"; "cuda_driver" when a frame is in the driver's own libraries; "nccl" when a frame is
-    /// NCCL's; "c_library", "cxx_runtime" or "interpreter" for memory those allocate once by design
+    /// NCCL's; "c_library", "cxx_runtime", "interpreter" or "go_runtime" for memory those keep by design
     /// (see `report::by_design`).
     pub owner: &'static str,
     /// The `--suppressions` rule that matched this site, as `leak:PATTERN (FILE:LINE)`; absent when
