@@ -69,7 +69,8 @@ impl LeakClass {
 /// What one owner of memory kept by design holds of a leak class (see `report::by_design`).
 #[derive(Serialize, Debug)]
 pub struct ByDesignOwner {
-    /// "c_library", "cxx_runtime" or "interpreter" (see `Site::owner`).
+    /// An owner of memory kept by design: "c_library", "cxx_runtime", "interpreter" or
+    /// "go_runtime" (see `Site::owner`).
     pub owner: &'static str,
     /// The owner in words: "the C library".
     pub described: &'static str,
