@@ -1,4 +1,5 @@
-//! The command line, as clap sees it. `main` turns these into validated settings before anything runs.
+//! The command line, as clap sees it. `settings` turns it into one checked value per subcommand before
+//! anything runs.
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};

@@ -21,6 +21,7 @@ pub mod progress;
 pub mod render;
 pub mod replay;
 pub mod report;
+pub mod settings;
 pub mod signals;
 pub mod symbol_cache;
 pub mod symbolize;

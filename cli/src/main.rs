@@ -4,7 +4,8 @@
 //! other subcommands return 0 on success and 1 on error, printed as one `memshim: ...` line with its
 //! whole cause chain. With `--fail-on`, `report` and `run` (when the command itself succeeded)
 //! return 3 when a limit is broken. A closed output pipe (`memshim report ... | head`) is not an error.
-use memshim_cli::{args, cmd, replay, report};
+use memshim_cli::settings::Settings;
+use memshim_cli::{args, cmd};
 
 use std::io;
 use std::process::ExitCode;
@@ -13,126 +14,36 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
-    let result = match cli.command {
-        args::Command::Run {
-            output,
-            quiet,
-            python_malloc,
-            fail_on,
-            sample,
-            suppressions,
-            command,
-        } => cmd::run::run(
-            output,
-            quiet,
-            python_malloc,
-            sample,
+    finish(Settings::try_from(cli.command).and_then(run))
+}
+
+/// Runs the subcommand; returns its exit status.
+fn run(settings: Settings) -> anyhow::Result<u8> {
+    match settings {
+        Settings::Run(s) => cmd::run::run(
+            s.output,
+            s.quiet,
+            s.python_malloc,
+            s.sample,
             &cmd::run::Gate {
-                limits: fail_on,
-                suppressions,
+                limits: s.fail_on,
+                suppressions: s.suppressions,
             },
-            command,
+            s.command,
         ),
-        args::Command::Attach {
-            pid,
-            duration,
-            output,
-            quiet,
-        } => cmd::attach::run(pid, duration, output, quiet),
-        args::Command::Top { target, interval } => {
-            cmd::top::run(target.as_deref(), interval).map(|()| 0)
+        Settings::Attach(s) => cmd::attach::run(s.pid, s.duration, s.output, s.quiet),
+        Settings::Top(s) => cmd::top::run(s.target.as_deref(), s.interval).map(|()| 0),
+        Settings::Snapshot(s) => cmd::snapshot::run(s.pid, s.format, s.top, s.output, s.quiet),
+        Settings::Report(s) => cmd::report::run(&s.paths, &s.view, s.output.as_deref()),
+        Settings::Info(s) => cmd::info::run(&s.paths).map(|()| 0),
+        Settings::Completions(shell) => cmd::docs::completions(shell).map(|()| 0),
+        Settings::Man => cmd::docs::man().map(|()| 0),
+        Settings::Bench(s) => cmd::bench::run(s.output, s.quick).map(|()| 0),
+        Settings::Diff(s) => {
+            cmd::diff::run(&s.before, &s.after, s.format, s.top, s.min_bytes).map(|()| 0)
         }
-        args::Command::Snapshot {
-            pid,
-            format,
-            top,
-            output,
-            quiet,
-        } => cmd::snapshot::run(pid, format, top, output, quiet),
-        args::Command::Report {
-            paths,
-            format,
-            top,
-            output,
-            redact,
-            pids,
-            programs,
-            excludes,
-            min_bytes,
-            since,
-            until,
-            color,
-            fail_on,
-            all_frames,
-            suppressions,
-        } => {
-            let view = cmd::report::View {
-                format,
-                top,
-                redact,
-                filter: report::filter::Filter {
-                    pids,
-                    programs,
-                    excludes,
-                    min_bytes,
-                },
-                window: replay::Window {
-                    since_s: since,
-                    until_s: until,
-                },
-                color,
-                fail_on,
-                all_frames,
-                suppressions,
-            };
-            cmd::report::run(&paths, &view, output.as_deref())
-        }
-        args::Command::Info { paths } => cmd::info::run(&paths).map(|()| 0),
-        args::Command::Completions { shell } => cmd::docs::completions(shell).map(|()| 0),
-        args::Command::Man => cmd::docs::man().map(|()| 0),
-        args::Command::Bench { output, quick } => cmd::bench::run(output, quick).map(|()| 0),
-        args::Command::Diff {
-            before,
-            after,
-            format,
-            top,
-            min_bytes,
-        } => cmd::diff::run(&before, &after, format, top, min_bytes).map(|()| 0),
-        args::Command::Export {
-            paths,
-            collapsed: _,
-            speedscope,
-            pprof,
-            perfetto,
-            flamegraph,
-            by,
-            memory,
-            output,
-            redact,
-            all_frames,
-        } => {
-            if let Some(svg) = flamegraph {
-                return finish(
-                    cmd::export::run_flamegraph(&paths, by, memory, &svg, redact, all_frames)
-                        .map(|()| 0),
-                );
-            }
-            if pprof {
-                return finish(
-                    cmd::export::run_pprof(&paths, memory, output.as_deref(), redact).map(|()| 0),
-                );
-            }
-            let kind = if perfetto {
-                cmd::export::Kind::Perfetto
-            } else if speedscope {
-                cmd::export::Kind::Speedscope(by, memory)
-            } else {
-                cmd::export::Kind::Collapsed(by, memory)
-            };
-            cmd::export::run(&paths, kind, output.as_deref(), redact, all_frames).map(|()| 0)
-        }
-    };
-    finish(result)
+        Settings::Export(s) => cmd::export::run(&s).map(|()| 0),
+    }
 }
 
 /// The exit status of a subcommand's result; its error, if any, as one line on stderr.

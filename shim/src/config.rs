@@ -369,4 +369,48 @@ mod tests {
             "docs/settings.md against what the shim reads"
         );
     }
+
+    /// Every `.rs` file under `dir`, with its path.
+    fn sources(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
+        for entry in std::fs::read_dir(dir).expect("the source directory") {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).expect("a source file");
+                out.push((path, text));
+            }
+        }
+    }
+
+    #[test]
+    fn only_this_file_reads_the_shims_variables() {
+        // The table test above holds for the shim only while every variable is read here: a
+        // `"MEMSHIM_X"` name anywhere else in the shim's code (its tests left out) is one it reads
+        // past this file, and past the tables.
+        let mut files = Vec::new();
+        sources(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut files,
+        );
+        assert!(files.len() > 50, "{} files", files.len());
+        let elsewhere: Vec<String> = files
+            .iter()
+            .filter(|(path, _)| !path.ends_with("src/config.rs"))
+            .flat_map(|(path, text)| {
+                let code = text.find("#[cfg(test)]").map_or(&text[..], |i| &text[..i]);
+                code.split("\"MEMSHIM_")
+                    .skip(1)
+                    .filter_map(|rest| {
+                        let end = rest
+                            .find(|c: char| !(c.is_ascii_uppercase() || c == '_'))
+                            .unwrap_or(rest.len());
+                        rest[end..].starts_with('"').then(|| &rest[..end])
+                    })
+                    .map(move |name| format!("{}: MEMSHIM_{name}", path.display()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert!(elsewhere.is_empty(), "{elsewhere:#?}");
+    }
 }

@@ -3,8 +3,7 @@
 //! `frame::codec`), several times faster than going through serde. Anything else, and anything
 //! malformed, it declines without consuming input, so the caller decodes that event with serde as
 //! before: every other record kind, any kind added later, and every error message stay serde's.
-use crate::record::{Alloc, AllocFn, Free, Record};
-use crate::serials::FreeBack;
+use crate::record::{Alloc, AllocFn, Free, FreeBack, Record};
 
 /// bincode's variant indices of the records decoded here (their place in [`Record`]).
 const ALLOC: u32 = 0;

@@ -36,13 +36,12 @@ pub use reader::{Resume, TraceReader};
 pub use record::{
     Alloc, AllocCpu, AllocFn, Attached, CopyApi, CopyTime, Counter, CudaApi, CudaFailure,
     CuptiState, DeviceAlloc, DeviceFree, DeviceMemory, End, EndReason, Event, FrameRef, Free,
-    GpuInfo, GpuSample, HeapStats, HeapTotals, ManagedHint, Map, MapFn, MemInfo, Module,
+    FreeBack, GpuInfo, GpuSample, HeapStats, HeapTotals, ManagedHint, Map, MapFn, MemInfo, Module,
     ModuleUnload, Note, NumaCall, NumaFn, NumaNode, Placement, PyCode, PyString, PythonRuntime,
     RankInfo, ReallocFailed, Record, Segment, StackDef, SymFrame, Symbol, ThreadCpu, TimedCopy,
     TorchAction, TorchEvent, TorchOom, TorchState, Transfer, UmCounter, Unmap, Usable,
     PYTHON_FRAME, UNSAMPLED,
 };
-pub use serials::FreeBack;
 pub use writer::TraceWriter;
 
 /// The file extension of memshim traces, without the dot.

@@ -14,18 +14,8 @@
 //! free seen) just age out of the ring.
 
 use rustc_hash::FxHashMap as HashMap;
-use serde::{Deserialize, Serialize};
 
-use crate::record::{Free, Record};
-
-/// A free stored by distance: the block allocated `back` allocations before the next one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FreeBack {
-    /// The number of allocations since the freed one (1: the latest).
-    pub back: u64,
-    /// True when this is the free half of a realloc.
-    pub realloc: bool,
-}
+use crate::record::{Free, FreeBack, Record};
 
 /// The most live allocations indexed: the writer's map lives in the traced process.
 pub const MAX_LIVE: usize = 2 << 20;

@@ -27,17 +27,9 @@ const PASSED_ON: [&str; 9] = [
     "MEMSHIM_SYMBOLIZE",
 ];
 
-/// Runs the subcommand; returns the exit code.
+/// Runs the subcommand (`pid` and `duration` checked, see `settings::Attach`); returns the exit
+/// code.
 pub fn run(pid: i32, duration: Option<f64>, output: Option<PathBuf>, quiet: bool) -> Result<u8> {
-    if let Some(d) = duration.filter(|d| !d.is_finite() || *d < 0.0) {
-        bail!("--duration {d} is not a number of seconds of 0 or more");
-    }
-    if pid <= 0 {
-        bail!("{pid} is not a process id");
-    }
-    if pid as u32 == std::process::id() {
-        bail!("memshim cannot attach to itself");
-    }
     let proc = Process::check(pid)?;
     let lib = find_lib()?;
     let lib = std::fs::canonicalize(&lib)

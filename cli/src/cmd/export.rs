@@ -10,18 +10,34 @@ use anyhow::{Context, Result};
 use crate::args::{CollapsedBy, Memory};
 use crate::export::{collapsed, perfetto, pprof, speedscope};
 use crate::report::redact::Redactions;
+use crate::settings::{Export, Exported};
 use crate::{replay, traces};
 
-/// What to export.
-pub enum Kind {
+/// What is written as it is made, to `-o FILE` or standard output.
+enum Kind {
     Collapsed(CollapsedBy, Memory),
     Speedscope(CollapsedBy, Memory),
     Perfetto,
 }
 
-/// Runs the subcommand; with `all_frames`, collapsed stacks and speedscope profiles keep the frames
-/// the reports hide (see `report::frame_marks`).
-pub fn run(
+/// Runs the subcommand.
+pub fn run(s: &Export) -> Result<()> {
+    let (paths, output) = (&s.paths[..], s.output.as_deref());
+    let kind = match &s.kind {
+        Exported::Pprof(memory) => return run_pprof(paths, *memory, output, s.redact),
+        Exported::Flamegraph { svg, by } => {
+            return run_flamegraph(paths, *by, svg, s.redact, s.all_frames)
+        }
+        Exported::Collapsed(by, memory) => Kind::Collapsed(*by, *memory),
+        Exported::Speedscope(by, memory) => Kind::Speedscope(*by, *memory),
+        Exported::Perfetto => Kind::Perfetto,
+    };
+    stream(paths, kind, output, s.redact, s.all_frames)
+}
+
+/// Writes collapsed stacks, a speedscope profile or a timeline; with `all_frames`, collapsed stacks
+/// and speedscope profiles keep the frames the reports hide (see `report::frame_marks`).
+fn stream(
     paths: &[PathBuf],
     kind: Kind,
     output: Option<&Path>,
@@ -82,12 +98,7 @@ pub fn run(
 
 /// Runs `export --pprof`. The profile is binary, so redaction cannot be done on the finished text:
 /// names are redacted as they go into the profile's string table.
-pub fn run_pprof(
-    paths: &[PathBuf],
-    memory: Memory,
-    output: Option<&Path>,
-    redact: bool,
-) -> Result<()> {
+fn run_pprof(paths: &[PathBuf], memory: Memory, output: Option<&Path>, redact: bool) -> Result<()> {
     if output.is_none() && io::stdout().is_terminal() {
         anyhow::bail!(
             "a pprof profile is binary and standard output is a terminal; write it to a file with -o profile.pb.gz"
@@ -103,28 +114,15 @@ pub fn run_pprof(
         .context("cannot write the pprof profile")
 }
 
-/// Runs `export --flamegraph FILE.svg`: the host heap's flame graph, as the reports merge it.
-pub fn run_flamegraph(
+/// Runs `export --flamegraph FILE.svg` (of the host heap, into an `.svg` file: see
+/// `settings::Exported`): the host heap's flame graph, as the reports merge it.
+fn run_flamegraph(
     paths: &[PathBuf],
     by: CollapsedBy,
-    memory: Memory,
     svg: &Path,
     redact: bool,
     all_frames: bool,
 ) -> Result<()> {
-    if memory != Memory::Host {
-        anyhow::bail!(
-            "the flame graph covers the host heap only; leave out --memory, or use --collapsed or --speedscope for {} memory",
-            if memory == Memory::Device { "device" } else { "mapped" }
-        );
-    }
-    // A trace named by mistake after the flag would be overwritten.
-    if svg.extension().is_none_or(|e| e != "svg") {
-        anyhow::bail!(
-            "the flame graph is an SVG file: name it with .svg (like --flamegraph heap.svg), not {}",
-            svg.display()
-        );
-    }
     let files = traces::collect(paths)?;
     let mut all = readable_all(&files)?;
     all.iter_mut().for_each(|t| t.all_frames = all_frames);

@@ -7,44 +7,13 @@ use anyhow::{Context, Result};
 
 use crate::args::Format;
 use crate::render::{html::Html, json::Json, markdown::Markdown, text::Text, Render};
+use crate::settings::View;
 use crate::{gate, replay, report, traces};
 
-/// How the report is shown.
-pub struct View {
-    pub format: Format,
-    pub top: usize,
-    pub redact: bool,
-    pub filter: report::filter::Filter,
-    /// The time window of `--since`/`--until`.
-    pub window: replay::Window,
-    /// `--color`: auto, always or never (text to a terminal only).
-    pub color: String,
-    /// `--fail-on`: limits the report is checked against.
-    pub fail_on: Vec<gate::Limit>,
-    /// `--all-frames`: show the frames the reports hide by default.
-    pub all_frames: bool,
-    /// `--suppressions FILE`: leaks set apart from the program's.
-    pub suppressions: Option<PathBuf>,
-}
-
-/// Runs the subcommand; returns the exit status: 0, or `gate::EXIT_LIMIT_BROKEN` when a
+/// Runs the subcommand (its settings checked, see `settings`); returns the exit status: 0, or `gate::EXIT_LIMIT_BROKEN` when a
 /// `--fail-on` limit was broken (each broken limit is one line on stderr, after the report).
 pub fn run(paths: &[PathBuf], view: &View, output: Option<&Path>) -> Result<u8> {
     let (format, top) = (view.format, view.top);
-    let w = view.window;
-    for (flag, v) in [("--since", w.since_s), ("--until", w.until_s)] {
-        if v.is_some_and(|s| !s.is_finite() || s < 0.0) {
-            anyhow::bail!(
-                "{flag} takes seconds since each process started, 0 or more (got {})",
-                v.unwrap_or_default()
-            );
-        }
-    }
-    if let (Some(a), Some(b)) = (w.since_s, w.until_s) {
-        if a > b {
-            anyhow::bail!("--since {a} is after --until {b}: the window would be empty");
-        }
-    }
     // Read before the traces: a mistake in the file is reported at once.
     let suppressions = suppressions(view.suppressions.as_deref())?;
     // Only the page and the JSON contract carry the flame graphs.

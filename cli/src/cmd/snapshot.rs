@@ -13,8 +13,8 @@ use anyhow::Result;
 
 use crate::args::Format;
 use crate::attach::{self, target::Process};
-use crate::cmd::report::View;
 use crate::find_trace;
+use crate::settings::View;
 
 /// How long the shim's writer may take to write out what it holds.
 const FLUSH_TIMEOUT_MS: u32 = 5000;

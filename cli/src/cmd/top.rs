@@ -1,15 +1,13 @@
 //! `memshim top`: find the trace, then show it live until a quit key.
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use crate::{find_trace, top};
 
-/// Runs the subcommand: `target` is a pid, a trace or a directory (none: the traces here).
-pub fn run(target: Option<&str>, interval_s: f64) -> Result<()> {
-    if !interval_s.is_finite() || !(0.1..=3600.0).contains(&interval_s) {
-        bail!("--interval takes seconds from 0.1 to 3600 (got {interval_s})");
-    }
+/// Runs the subcommand: `target` is a pid, a trace or a directory (none: the traces here), read
+/// every `interval` (checked, see `settings::Top`).
+pub fn run(target: Option<&str>, interval: Duration) -> Result<()> {
     let path = find_trace::trace(target)?;
-    top::terminal::run(path, Duration::from_secs_f64(interval_s))
+    top::terminal::run(path, interval)
 }

@@ -25,7 +25,7 @@ pub fn write(t: &Replayed, by: CollapsedBy, memory: Memory, out: &mut dyn Write)
     for (id, weight) in weighted_sites(t, by, memory) {
         let mut line = root.clone();
         let stack = frames(t, &mut sym, id);
-        for f in crate::report::frame_marks::shown(&stack).iter().rev() {
+        for f in crate::report::model::frame::shown(&stack).iter().rev() {
             line.push(';');
             line.push_str(&clean(&name(f)));
         }
@@ -83,7 +83,7 @@ pub fn site_stats(t: &Replayed, memory: Memory, at_peak: bool) -> Vec<(u32, Site
 pub fn name(f: &FrameOut) -> String {
     f.function
         .clone()
-        .unwrap_or_else(|| crate::report::frame_marks::place(f))
+        .unwrap_or_else(|| crate::report::model::frame::place(f))
 }
 
 /// Semicolons separate frames and the last space separates the weight: keep both out of names.

@@ -28,7 +28,7 @@ pub fn write(
         for (id, weight) in weighted_sites(t, by, memory) {
             // speedscope lists a sample's frames from the outermost.
             let all = frames(t, &mut sym, id);
-            let stack: Vec<usize> = crate::report::frame_marks::shown(&all)
+            let stack: Vec<usize> = crate::report::model::frame::shown(&all)
                 .into_iter()
                 .rev()
                 .map(|f| {

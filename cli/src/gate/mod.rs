@@ -4,7 +4,8 @@
 use std::fmt;
 
 use crate::byte_size;
-use crate::render::{is_allocator, site_view};
+use crate::render::site_view;
+use crate::report::model::frame::is_allocator;
 use crate::report::model::{FrameOut, GrowthSite, LeakClass, Process, Report, Site};
 use crate::units::human_bytes;
 
@@ -127,7 +128,7 @@ fn broken(report: &Report, limit: Limit) -> Option<String> {
 /// system code allocates once by design and what `--suppressions` matched are not the program's to
 /// free.
 fn own_bytes(c: &LeakClass) -> u64 {
-    c.program_bytes()
+    c.program_bytes
 }
 
 /// What a process left allocated on its GPUs: with PyTorch's allocator seen, the tensors still held
@@ -147,7 +148,7 @@ fn top_leak(procs: &[Process], class: fn(&Process) -> &LeakClass) -> Option<Stri
         .iter()
         .flat_map(|p| {
             class(p)
-                .program_sites()
+                .sites_of_program()
                 .map(move |s| (p, s, s.estimated.as_ref().map_or(s.bytes, |e| e.bytes)))
         })
         // The first of equal sites (in the report's order), so the line is the same run after run.
@@ -203,7 +204,7 @@ fn process_name(p: &Process) -> String {
 /// not the allocator itself (a frame without a symbol is named by its module and offset only when
 /// no frame has a name).
 fn site_name(frames: &[FrameOut]) -> String {
-    use crate::report::frame_marks::{file_name, place, shown};
+    use crate::report::model::frame::{file_name, place, shown};
     let frames: Vec<FrameOut> = shown(frames).into_iter().cloned().collect();
     let (first, _) = site_view(&frames);
     let Some(f) = first

@@ -63,6 +63,7 @@ fn a_broken_device_limit_names_the_python_line() {
     // Without the 64 MiB native site, the largest is the Python step's 40 MiB.
     r.processes[0].leaks.device.sites.remove(0);
     r.processes[0].leaks.device.bytes -= 64 << 20;
+    crate::report::figures::fill(&mut r);
     let lines = check(&r, &[Limit::LeakedDevice(1 << 20)]);
     assert_eq!(
         lines,
@@ -119,6 +120,7 @@ fn under_pytorchs_allocator_leaked_device_memory_is_the_tensors_still_held() {
     let mut held = p.leaks.device.sites.remove(1);
     held.bytes = 8 << 20;
     p.torch.held_at_end.sites.push(held);
+    crate::report::figures::fill(&mut r);
     assert!(check(&r, &[Limit::LeakedDevice(8 << 20)]).is_empty());
     assert_eq!(
         check(&r, &[Limit::LeakedDevice(1 << 20)]),

@@ -42,6 +42,7 @@ pub(crate) fn site(bytes: u64, count: u64, frames: Vec<FrameOut>) -> Site {
         allocations: count * 2,
         allocated_bytes: bytes * 2,
         estimated: None,
+        label: None,
         frames,
     }
 }
@@ -58,6 +59,7 @@ fn class(sites: Vec<Site>) -> LeakClass {
 pub(crate) fn heap(peak: u64) -> HeapSummary {
     HeapSummary {
         totals_from: crate::report::counted::FROM_EVENTS,
+        totals_note: None,
         allocations: 1200,
         frees: 1100,
         allocated_bytes: 3 << 20,
@@ -93,6 +95,7 @@ fn process(pid: u32, argv: &[&str]) -> Process {
         python: None,
         rank: None,
         role: "main".into(),
+        verdict_items: 0,
         notes: Vec::new(),
         command: crate::report::command::name(
             "/app/train",
@@ -255,6 +258,7 @@ pub fn report() -> Report {
             live_device_bytes: 96 << 20,
             retried_after_freeing: true,
             freed_before_retry: 32 << 20,
+            site: None,
             frames: vec![frame("alloc_activations", "model.cu", 9)],
         }],
         findings: vec![Finding {
@@ -356,6 +360,7 @@ pub fn report() -> Report {
             why: "the trace is empty (0 bytes); the process may have been killed before the shim wrote its header".into(),
         }],
     };
+    crate::report::figures::fill(&mut report);
     crate::report::verdict::fill(&mut report);
     report
 }

@@ -1,15 +1,16 @@
-//! JSON: the `memshim.report/1` contract, pretty-printed.
+//! JSON: the `memshim.report/1` contract (and `diff`'s `memshim.diff/1`), pretty-printed.
 use std::io::{self, Write};
 
-use super::Render;
-use crate::report::model::Report;
+use serde::Serialize;
 
-/// The JSON renderer.
+use super::Render;
+
+/// The JSON renderer, of a report or of a diff.
 pub struct Json;
 
-impl Render for Json {
-    fn render(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
-        serde_json::to_writer_pretty(&mut *out, report).map_err(io::Error::other)?;
+impl<M: Serialize> Render<M> for Json {
+    fn render(&self, model: &M, out: &mut dyn Write) -> io::Result<()> {
+        serde_json::to_writer_pretty(&mut *out, model).map_err(io::Error::other)?;
         writeln!(out)
     }
 }

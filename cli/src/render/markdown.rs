@@ -17,7 +17,7 @@ const BUDGET: usize = 60_000;
 /// The Markdown renderer.
 pub struct Markdown {
     /// Sites shown per table.
-    top: usize,
+    pub(super) top: usize,
     /// Sites folded under a table, past which only a count is given.
     folded: usize,
 }
@@ -97,12 +97,12 @@ impl Markdown {
             writeln!(out, "- counters: {}", measured.join(", "))?;
         }
         if !p.numa.nodes.is_empty() {
-            let remote = p.numa.placements.iter().filter(|x| x.remote).count();
             writeln!(
                 out,
-                "- NUMA: {} node(s); {} large blocks sampled, {remote} remote; {} placement and affinity calls",
+                "- NUMA: {} node(s); {} large blocks sampled, {} remote; {} placement and affinity calls",
                 p.numa.nodes.len(),
                 p.numa.placements.len(),
+                p.numa.remote_blocks,
                 p.numa.calls.len()
             )?;
         }
@@ -132,7 +132,7 @@ impl Markdown {
                 }),
                 human_bytes(p.program_memory.bytes),
                 human_bytes(p.heap.peak_bytes),
-                human_bytes(p.leaks.host.program_bytes()),
+                human_bytes(p.leaks.host.program_bytes),
                 human_bytes(p.device.peak_bytes),
                 human_bytes(p.leaks.device.bytes)
             )?;
@@ -223,7 +223,7 @@ impl Markdown {
         let h = &p.heap;
         writeln!(out, "### Host heap\n")?;
         writeln!(out, "{}.\n", super::heap_line(h))?;
-        if let Some(n) = crate::report::counted::note(h) {
+        if let Some(n) = h.totals_note {
             writeln!(out, "{n}\n")?;
         }
         self.leaks("Leaked heap", &p.leaks.host, out)?;
@@ -290,16 +290,16 @@ impl Markdown {
 
     fn leaks(&self, title: &str, c: &LeakClass, out: &mut dyn Write) -> io::Result<()> {
         use crate::units::blocks;
-        let own: Vec<&Site> = c.program_sites().collect();
-        if own.is_empty() && c.program_count() == 0 && c.sites.is_empty() {
+        let own: Vec<&Site> = c.sites_of_program().collect();
+        if own.is_empty() && c.program_count == 0 && c.sites.is_empty() {
             return Ok(());
         }
         writeln!(
             out,
             "**{title}**: {} in {} from {}{}.\n",
-            human_bytes(c.program_bytes()),
-            blocks(c.program_count(), "block"),
-            blocks(own.len() as u64, "site"),
+            human_bytes(c.program_bytes),
+            blocks(c.program_count, "block"),
+            blocks(c.program_sites, "site"),
             if c.driver_count > 0 {
                 format!(
                     " (plus {} the CUDA driver keeps for itself)",
@@ -393,6 +393,7 @@ mod tests {
                     count: 1,
                     allocations: 1,
                     allocated_bytes: 1000 + i,
+                    label: None,
                     estimated: None,
                     frames: f,
                 });

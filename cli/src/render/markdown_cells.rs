@@ -1,6 +1,7 @@
 //! Markdown table cells: escaping, and a site as one cell. Shared by the Markdown report and its
 //! PyTorch section.
-use super::{is_allocator, site_view};
+use super::site_view;
+use crate::report::model::frame::is_allocator;
 use crate::report::model::FrameOut;
 
 /// Frames shown per site.
@@ -10,7 +11,7 @@ const FRAMES: usize = 4;
 /// `main` (what runs before it is the C library's start-up), without the frames the reports hide
 /// (see `report::frame_marks`).
 pub fn site_cell(frames: &[FrameOut]) -> String {
-    use crate::report::frame_marks::{file_name, place, shown};
+    use crate::report::model::frame::{file_name, place, shown};
     let frames: Vec<FrameOut> = shown(frames).into_iter().cloned().collect();
     let (first, native) = site_view(&frames);
     let end = first

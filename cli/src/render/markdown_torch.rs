@@ -103,7 +103,7 @@ pub fn torch(p: &Process, top: usize, out: &mut dyn Write) -> io::Result<()> {
     }
     for d in &t.devices {
         if let Some(r) = &d.peak_roles {
-            let line = crate::render::text::roles_line(r);
+            let line = crate::render::roles::roles_line(r);
             writeln!(out, "- By role at GPU {}'s peak: {line}", d.device)?;
         }
     }

@@ -1,12 +1,16 @@
-//! Renderers: one file per output format, all drawing from the same [`Report`]. No analysis here.
+//! Renderers: one file per output format, all drawing from the same [`Report`] (and `diff`'s from
+//! the same `report::diff::Diff`). No analysis here.
+pub mod changes;
 pub mod colour;
 pub mod html;
 pub mod json;
 pub mod markdown;
 mod markdown_cells;
+mod markdown_diff;
 mod markdown_first;
 mod markdown_torch;
 pub mod numa_lines;
+pub mod roles;
 mod set_apart;
 pub mod text;
 pub mod wrap;
@@ -16,10 +20,10 @@ use std::io::{self, Write};
 use crate::report::model::{FrameOut, Report};
 use crate::units::human_bytes;
 
-/// An output format.
-pub trait Render {
-    /// Writes `report` to `out`.
-    fn render(&self, report: &Report, out: &mut dyn Write) -> io::Result<()>;
+/// An output format of a model: a report (the default), or the `diff` of two.
+pub trait Render<M = Report> {
+    /// Writes `model` to `out`.
+    fn render(&self, model: &M, out: &mut dyn Write) -> io::Result<()>;
 }
 
 /// One line about the process's Python interpreter, if it ran one.
@@ -122,30 +126,6 @@ pub fn site_view(frames: &[FrameOut]) -> (Vec<&FrameOut>, Vec<&FrameOut>) {
     }
     let native = frames.iter().take_while(|f| f.kind != "python").collect();
     (python, native)
-}
-
-/// True for a frame of the allocator itself (malloc, `operator new`, CPython's and PyTorch's allocation
-/// wrappers): never the answer to "what called into native code here".
-pub fn is_allocator(f: &FrameOut) -> bool {
-    const PREFIXES: [&str; 14] = [
-        "operator new",
-        "malloc",
-        "calloc",
-        "realloc",
-        "posix_memalign",
-        "aligned_alloc",
-        "_PyObject_",
-        "PyObject_Malloc",
-        "PyObject_Calloc",
-        "PyObject_Realloc",
-        "_PyMem_",
-        "PyMem_",
-        "c10::alloc_cpu",
-        "std::__new_allocator",
-    ];
-    f.function
-        .as_deref()
-        .is_some_and(|func| PREFIXES.iter().any(|p| func.starts_with(p)))
 }
 
 /// A command line for a heading: control characters and runs of whitespace become one space, and

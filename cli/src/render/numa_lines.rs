@@ -30,7 +30,7 @@ pub fn counter_series_line(c: &CountersSection) -> Option<String> {
         })
         .take(4)
         .collect();
-    let samples = c.series.iter().map(|s| s.points.len()).max()?;
+    let samples = c.samples?;
     (!parts.is_empty()).then(|| format!("over time ({samples} samples): {}", parts.join("; ")))
 }
 

@@ -52,6 +52,7 @@ fn process(t: &Replayed, ceilings: &[Ceilings], flame: bool) -> Process {
     let transfers = super::transfers::section(t, &mut sym, ceilings);
     let mut heap = HeapSummary {
         totals_from: super::counted::FROM_EVENTS,
+        totals_note: None,
         allocations: t.heap.allocations,
         frees: t.heap.frees,
         allocated_bytes: t.heap.allocated_bytes,
@@ -156,6 +157,7 @@ fn process(t: &Replayed, ceilings: &[Ceilings], flame: bool) -> Process {
         sampling_bytes: (t.heap.sample_bytes > 0).then_some(t.heap.sample_bytes),
         rank: super::ranks::rank(t),
         role: String::new(),
+        verdict_items: 0,
         python: t.python.as_ref().map(|p| PythonOut {
             version: p.version.clone(),
             frames: p.frames,
@@ -201,6 +203,7 @@ fn process(t: &Replayed, ceilings: &[Ceilings], flame: bool) -> Process {
     }
     let rss = p.fragmentation.peak_rss_bytes;
     p.program_memory.rss_peak_bytes = (rss > 0).then_some(rss);
+    super::figures::process(&mut p);
     p
 }
 

@@ -25,7 +25,7 @@ use super::model::FrameOut;
 pub fn owner(frames: &[FrameOut]) -> Option<&'static str> {
     let inner: Vec<&FrameOut> = frames
         .iter()
-        .skip_while(|f| crate::render::is_allocator(f) || is_allocation_entry(f))
+        .skip_while(|f| super::model::frame::is_allocator(f) || is_allocation_entry(f))
         .collect();
     let libc_run = inner
         .iter()

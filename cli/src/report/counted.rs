@@ -9,8 +9,8 @@ pub const FROM_EVENTS: &str = "events";
 /// `HeapSummary::totals_from` when the totals are the shim's counts.
 pub const FROM_COUNTS: &str = "counts";
 
-/// What a reader of a counted heap summary must know, for the renderers.
-pub fn note(heap: &HeapSummary) -> Option<&'static str> {
+/// What a reader of a counted heap summary must know (`HeapSummary::totals_note`).
+fn note(heap: &HeapSummary) -> Option<&'static str> {
     (heap.totals_from == FROM_COUNTS).then_some(
         "(thin sampling: only sampled allocations were recorded; these totals were counted in the process, live and peak bytes as usable sizes of every live block, a fork child's inherited ones included, the peak from readings every 100 ms; temporary allocations are not known)",
     )
@@ -24,6 +24,7 @@ pub fn apply(
     host: &mut LeakClass,
 ) {
     heap.totals_from = FROM_COUNTS;
+    heap.totals_note = note(heap);
     heap.allocations = c.allocations();
     heap.frees = c.frees();
     heap.allocated_bytes = c.allocated_bytes();

@@ -69,5 +69,6 @@ pub fn counters(t: &Replayed) -> CountersSection {
         values,
         series,
         findings,
+        ..Default::default()
     }
 }

@@ -59,6 +59,7 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer, leaked_device: &LeakClass) ->
             live_device_bytes: f.live_device_bytes,
             retried_after_freeing: f.retried_after_freeing.is_some(),
             freed_before_retry: f.retried_after_freeing.unwrap_or(0),
+            site: None,
             frames: frames(t, sym, f.call.stack),
         })
         .collect();

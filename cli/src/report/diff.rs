@@ -169,13 +169,13 @@ fn process(b: &Process, a: &Process, min_bytes: u64) -> ProcessDiff {
 }
 
 fn own(c: &LeakClass) -> u64 {
-    c.program_bytes()
+    c.program_bytes
 }
 
 /// The program's sites by their function names: (bytes, count), summed when names coincide.
 fn by_key(c: &LeakClass) -> BTreeMap<Vec<String>, (u64, u64)> {
     let mut m: BTreeMap<Vec<String>, (u64, u64)> = BTreeMap::new();
-    for s in c.program_sites() {
+    for s in c.sites_of_program() {
         let e = m.entry(key(&s.frames)).or_default();
         e.0 += s.bytes;
         e.1 += s.count;
@@ -187,7 +187,7 @@ fn by_key(c: &LeakClass) -> BTreeMap<Vec<String>, (u64, u64)> {
 /// which the native frames under them would otherwise crowd out), each by its function; a frame
 /// without a symbol by its module and offset, which do not move between runs.
 fn key(frames: &[FrameOut]) -> Vec<String> {
-    let shown: Vec<FrameOut> = super::frame_marks::shown(frames)
+    let shown: Vec<FrameOut> = super::model::frame::shown(frames)
         .into_iter()
         .cloned()
         .collect();
@@ -195,12 +195,12 @@ fn key(frames: &[FrameOut]) -> Vec<String> {
     first
         .iter()
         .take(KEY_FRAMES)
-        .map(|f| match (&f.function, super::frame_marks::file_name(f)) {
+        .map(|f| match (&f.function, super::model::frame::file_name(f)) {
             // `<module>` is every script's: a Python frame is named with its file (not its line,
             // which a fix moves).
             (Some(func), Some(file)) if f.kind == "python" => format!("{func} ({file})"),
             (Some(func), _) => func.clone(),
-            (None, _) => super::frame_marks::place(f),
+            (None, _) => super::model::frame::place(f),
         })
         .collect()
 }

@@ -31,8 +31,11 @@ pub fn apply(report: &mut Report, f: &Filter) {
         });
         report.ranks = super::ranks::section(&report.processes);
     }
-    // The verdict and totals are of what is shown.
-    let refill = |report: &mut Report| super::verdict::fill(report);
+    // The figures, the verdict and the totals are of what is shown.
+    let refill = |report: &mut Report| {
+        super::figures::fill(report);
+        super::verdict::fill(report);
+    };
     if f.min_bytes == 0 {
         refill(report);
         return;

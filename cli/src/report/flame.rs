@@ -64,7 +64,7 @@ fn path(t: &Replayed, sym: &mut Symbolizer, id: u32) -> Path {
     if super::owner::owner(&frames) == "cuda_driver" {
         return None;
     }
-    let shown = super::frame_marks::shown(&frames);
+    let shown = super::model::frame::shown(&frames);
     Some(shown.iter().rev().map(|f| (label(f), f.kind)).collect())
 }
 
@@ -74,11 +74,11 @@ pub fn label(f: &FrameOut) -> String {
     let func = f
         .function
         .clone()
-        .unwrap_or_else(|| super::frame_marks::place(f));
+        .unwrap_or_else(|| super::model::frame::place(f));
     if f.kind != "python" {
         return func;
     }
-    match (super::frame_marks::file_name(f), f.line) {
+    match (super::model::frame::file_name(f), f.line) {
         (Some(file), Some(line)) => format!("{func} ({file}:{line})"),
         (Some(file), None) => format!("{func} ({file})"),
         _ => func,

@@ -61,37 +61,6 @@ pub fn mark(frames: &mut [FrameOut], cx: &FrameContext) {
     }
 }
 
-/// The frames a report shows: the unmarked ones, or every frame when marking would leave none.
-pub fn shown(frames: &[FrameOut]) -> Vec<&FrameOut> {
-    let shown: Vec<&FrameOut> = frames.iter().filter(|f| f.hidden.is_none()).collect();
-    if shown.is_empty() {
-        frames.iter().collect()
-    } else {
-        shown
-    }
-}
-
-/// A frame's place as the reports print it: `module+0xoffset`, the same in every run (the absolute
-/// address changes with ASLR); the address itself only when no module holds it.
-pub fn place(f: &FrameOut) -> String {
-    let module = f
-        .module
-        .as_deref()
-        .map(|m| m.rsplit('/').next().unwrap_or(m));
-    match (module, &f.offset) {
-        (Some(m), Some(off)) => format!("{m}+{off}"),
-        (Some(m), None) => format!("{m} {}", f.address),
-        (None, _) => f.address.clone(),
-    }
-}
-
-/// A file as the reports print it: a Python frame's short name, else the file's own name.
-pub fn file_name(f: &FrameOut) -> Option<&str> {
-    f.short_file
-        .as_deref()
-        .or_else(|| f.file.as_deref().map(|p| p.rsplit('/').next().unwrap_or(p)))
-}
-
 fn is_startup(f: &FrameOut) -> bool {
     let Some(func) = f.function.as_deref() else {
         return false;

@@ -1,4 +1,5 @@
 use super::*;
+use crate::report::model::frame::shown;
 
 fn native(function: &str, module: &str) -> FrameOut {
     FrameOut {
@@ -167,14 +168,4 @@ fn the_script_directory_comes_from_the_command_line() {
         script_dir(&argv(&["python3", "gone.py"]), files.iter()),
         None
     );
-}
-
-#[test]
-fn places_are_module_and_offset() {
-    assert_eq!(place(&native("", "/tmp/leaky")), "leaky+0x1121");
-    let mut f = native("", "/tmp/leaky");
-    f.offset = None;
-    assert_eq!(place(&f), "leaky 0x55d0c0de1121");
-    f.module = None;
-    assert_eq!(place(&f), "0x55d0c0de1121");
 }

@@ -7,6 +7,7 @@ pub mod counted;
 pub mod counters;
 pub mod device;
 pub mod diff;
+pub mod figures;
 pub mod filter;
 pub mod first_touch;
 pub mod flame;

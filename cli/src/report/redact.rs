@@ -156,7 +156,8 @@ pub fn redact(report: &mut Report, r: &Redactions) {
             redact_frame(f, r);
         }
     }
-    // The verdict and the notes are drawn again from what is left.
+    // The figures, the verdict and the notes are drawn again from what is left.
+    super::figures::fill(report);
     super::verdict::fill(report);
     report.notes = report.notes.iter().map(|n| r.text(n)).collect();
 }

@@ -11,7 +11,7 @@ use super::model::FrameOut;
 pub fn label(frames: &[FrameOut]) -> Option<String> {
     // The frames the reports show (see `frame_marks`): an import's allocation is named by the line
     // that imported, not by the import machinery's own frames.
-    let shown: Vec<FrameOut> = super::frame_marks::shown(frames)
+    let shown: Vec<FrameOut> = super::model::frame::shown(frames)
         .into_iter()
         .cloned()
         .collect();
@@ -33,7 +33,7 @@ pub fn label(frames: &[FrameOut]) -> Option<String> {
                 .find(|f| f.function.is_some() && !is_allocator_name(f))
         })?;
     let func = pick.function.as_deref().unwrap_or("??");
-    Some(match (super::frame_marks::file_name(pick), pick.line) {
+    Some(match (super::model::frame::file_name(pick), pick.line) {
         // Only the import machinery's frames were captured (a deep stack cut at the depth limit):
         // say what it is without the frozen module's name, which `--all-frames` shows.
         (Some(file), _) if file.starts_with("<frozen") => {

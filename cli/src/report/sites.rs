@@ -52,6 +52,7 @@ pub fn leak_class_grouped(
                     bytes: s.est_live_bytes.round().max(0.0) as u64,
                     count: s.est_live_count.round().max(0.0) as u64,
                 }),
+                label: None,
                 frames,
             }
         })
@@ -68,19 +69,20 @@ pub fn leak_class_grouped(
         list.iter()
             .filter(|s| super::by_design::is_by_design(s.owner))
     };
-    LeakClass {
+    let mut c = LeakClass {
         bytes: list.iter().map(|s| s.bytes).sum::<u64>() + unsampled_bytes,
         count: list.iter().map(|s| s.count).sum::<u64>() + unsampled_count,
         driver_bytes: driver().map(|s| s.bytes).sum(),
         driver_count: driver().map(|s| s.count).sum(),
         by_design_bytes: by_design().map(|s| s.bytes).sum(),
         by_design_count: by_design().map(|s| s.count).sum(),
-        suppressed_bytes: 0,
-        suppressed_count: 0,
         unsampled_bytes,
         unsampled_count,
         sites: list,
-    }
+        ..Default::default()
+    };
+    super::figures::leak_class(&mut c);
+    c
 }
 
 pub fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
@@ -111,7 +113,7 @@ pub fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
 /// line: the innermost Python frame, else the innermost named frame that is neither the CUDA runtime
 /// nor the allocator, among the frames the reports show.
 pub fn program_site(frames: &[FrameOut]) -> Option<String> {
-    let shown: Vec<FrameOut> = super::frame_marks::shown(frames)
+    let shown: Vec<FrameOut> = super::model::frame::shown(frames)
         .into_iter()
         .cloned()
         .collect();
@@ -122,11 +124,11 @@ pub fn program_site(frames: &[FrameOut]) -> Option<String> {
             .position(|f| f.function.as_deref() == Some(func))?;
         shown[first..]
             .iter()
-            .find(|f| f.function.is_some() && !crate::render::is_allocator(f))
+            .find(|f| f.function.is_some() && !super::model::frame::is_allocator(f))
             .or(shown.get(first))
     })?;
     let func = frame.function.as_deref()?;
-    Some(match (super::frame_marks::file_name(frame), frame.line) {
+    Some(match (super::model::frame::file_name(frame), frame.line) {
         (Some(file), Some(line)) => format!("{func} ({file}:{line})"),
         _ => func.to_string(),
     })

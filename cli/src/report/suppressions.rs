@@ -106,6 +106,7 @@ pub fn apply(report: &mut Report, s: &Suppressions) {
             apply_class(c, s);
         }
     }
+    super::figures::fill(report);
 }
 
 fn apply_class(c: &mut LeakClass, s: &Suppressions) {

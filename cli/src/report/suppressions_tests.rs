@@ -52,7 +52,7 @@ fn a_file_has_rules_and_comments_and_bad_lines_say_where() {
 fn a_matched_site_is_set_apart_with_its_rule() {
     let mut report = crate::render::fixture_report();
     let host = &report.processes[0].leaks.host;
-    let (before, target) = (host.program_bytes(), &host.sites[0]);
+    let (before, target) = (host.program_bytes, &host.sites[0]);
     let func = target
         .frames
         .iter()
@@ -64,7 +64,7 @@ fn a_matched_site_is_set_apart_with_its_rule() {
     let host = &report.processes[0].leaks.host;
     assert_eq!(host.suppressed_bytes, bytes);
     assert_eq!(host.suppressed_count, count);
-    assert_eq!(host.program_bytes(), before - bytes);
+    assert_eq!(host.program_bytes, before - bytes);
     assert_eq!(
         host.sites[0].suppressed_by.as_deref(),
         Some(format!("leak:^{func}$ (f:1)").as_str())

@@ -63,6 +63,7 @@ pub fn numa(t: &Replayed, sym: &mut Symbolizer) -> NumaSection {
             result: c.result,
             time_s: at.saturating_sub(t.header.clock_start_ns) as f64 / 1e9,
             thread: *tid,
+            site: None,
             frames: frames(t, sym, c.stack),
         })
         .collect();
@@ -117,6 +118,8 @@ pub fn numa(t: &Replayed, sym: &mut Symbolizer) -> NumaSection {
                 remote,
                 cause,
                 placed_by_call,
+                sampled_pages: 0,
+                site: None,
                 frames: b.stack.map(|s| frames(t, sym, s)).unwrap_or_default(),
             }
         })
@@ -160,6 +163,7 @@ pub fn numa(t: &Replayed, sym: &mut Symbolizer) -> NumaSection {
         placements,
         threads,
         findings,
+        ..Default::default()
     }
 }
 
@@ -239,6 +243,8 @@ mod tests {
             remote: false,
             cause: None,
             placed_by_call: None,
+            sampled_pages: 0,
+            site: None,
             frames: Vec::new(),
         }
     }

@@ -238,6 +238,7 @@ fn steps(
             since_step: r.since_step,
             until_step: r.until_step,
             bytes: r.held_bytes,
+            place: String::new(),
             frames: frames(t, sym, r.stack),
         });
     }
@@ -260,6 +261,7 @@ fn steps(
                 since_step: a,
                 until_step: b,
                 bytes: g.live_bytes,
+                place: String::new(),
                 frames: g.frames.clone(),
             });
         }
@@ -278,6 +280,7 @@ fn steps(
                 since_step: a,
                 until_step: b,
                 bytes: g.live_end,
+                place: String::new(),
                 frames: frames(t, sym, g.stack),
             });
         }

@@ -97,6 +97,7 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer, ceilings: &[Ceilings]) -> Tra
         failed: tr.failed,
         ceilings_measured: gpu.is_some(),
         findings,
+        ..Default::default()
     }
 }
 

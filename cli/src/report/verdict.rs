@@ -18,7 +18,8 @@ const HELD_BY_PYTHON: &str = "nothing is lost by itself: the interpreter leaves 
 /// Growing and released sites of one process taken into the verdict, per kind.
 const SITES_PER_PROCESS: usize = 3;
 
-/// Gives every finding its severity and fills the report's verdict, notes and totals.
+/// Gives every finding its severity and fills the report's verdict (with each process's count of
+/// its items), notes and totals.
 pub fn fill(report: &mut Report) {
     severity::assign(report);
     report.notes = severity::machine_notes(report);
@@ -37,6 +38,9 @@ pub fn fill(report: &mut Report) {
     let mut v = grouped(v);
     v.truncate(MAX_VERDICT);
     report.verdict = v;
+    for p in &mut report.processes {
+        p.verdict_items = report.verdict.iter().filter(|v| v.pid == p.pid).count() as u64;
+    }
     report.totals = totals(&report.processes);
 }
 
@@ -75,7 +79,7 @@ fn grouped(v: Vec<Verdict>) -> Vec<Verdict> {
 fn totals(ps: &[Process]) -> Totals {
     Totals {
         processes: ps.len() as u64,
-        leaked_host_bytes: ps.iter().map(|p| p.leaks.host.program_bytes()).sum(),
+        leaked_host_bytes: ps.iter().map(|p| p.leaks.host.program_bytes).sum(),
         peak_program_bytes: ps.iter().map(|p| p.program_memory.bytes).max().unwrap_or(0),
         sum_peak_program_bytes: ps.iter().map(|p| p.program_memory.bytes).sum(),
         allocations: ps.iter().map(|p| p.heap.allocations).sum(),

@@ -1,5 +1,6 @@
-//! One wrapper per driver export, named and typed exactly as the driver's (so `-lcuda` programs bind
-//! to them too). Each calls the real function held in its `REAL` slot and records what happened.
+//! One wrapper per driver export of memory, named and typed exactly as the driver's (so `-lcuda`
+//! programs bind to them too). Each calls the real function held in its `REAL` slot and records what
+//! happened. (The wrappers of `cuGetProcAddress` are in `table`, which they consult.)
 //!
 //! # Safety
 //! A wrapper's `REAL` slot only ever holds the address of the driver function of the same export name
@@ -7,7 +8,7 @@
 //! only after the driver reported success, when the driver has written them.
 #![allow(unsafe_code, non_snake_case, clippy::missing_safety_doc)]
 
-use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void};
+use std::ffi::{c_int, c_uint, c_ulonglong, c_void};
 
 use memshim_trace::{CudaApi as A, DeviceMemory as K};
 
@@ -188,22 +189,6 @@ wrapper!(cuMemGetInfo_v2(free_bytes: *mut usize, total: *mut usize) |call| {
     let r = call();
     if r == CUDA_SUCCESS {
         mem_info(read(free_bytes as *const u64), read(total as *const u64));
-    }
-    r
-});
-
-wrapper!(cuGetProcAddress(symbol: *const c_char, pfn: *mut Ptr, version: c_int, flags: c_ulonglong) |call| {
-    let r = call();
-    if r == CUDA_SUCCESS {
-        super::table::swap_in_wrapper(symbol, pfn, version, flags);
-    }
-    r
-});
-
-wrapper!(cuGetProcAddress_v2(symbol: *const c_char, pfn: *mut Ptr, version: c_int, flags: c_ulonglong, status: *mut c_int) |call| {
-    let r = call();
-    if r == CUDA_SUCCESS {
-        super::table::swap_in_wrapper(symbol, pfn, version, flags);
     }
     r
 });

@@ -6,14 +6,16 @@
 //! A wrapper is handed out only once its `REAL` slot holds the driver function of the same export:
 //! identified exactly by `dladdr` (the pointer is that export's address), or by name, version and
 //! flags within the ranges below; when neither is certain, the caller keeps the driver's pointer
-//! (untracked, never wrong). A slot is written once; a second, different pointer is refused.
-#![allow(unsafe_code)]
+//! (untracked, never wrong). A slot is written once; a second, different pointer is refused. The
+//! `cuGetProcAddress` wrappers, which hand wrappers out, are here with the table they consult; like
+//! every wrapper (see `api`), each calls only the driver function in its own `REAL` slot.
+#![allow(unsafe_code, non_snake_case, clippy::missing_safety_doc)]
 
 use std::ffi::{c_char, c_int, c_ulonglong, c_void, CStr};
 use std::sync::atomic::AtomicUsize;
 
 use super::slot::claim;
-use super::{api, copy, lifecycle};
+use super::{api, copy, lifecycle, CUDA_SUCCESS};
 use crate::{record::stacks, sys::real};
 
 /// `CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM`.
@@ -52,6 +54,9 @@ macro_rules! entry {
     };
     ($name:ident, $base:literal, $min:expr, $max:expr, $ptds:expr) => {
         entry!(@in api, $name, $base, $min, $max, $ptds)
+    };
+    (here $name:ident, $base:literal, $min:expr, $max:expr, $ptds:expr) => {
+        entry!(@in self, $name, $base, $min, $max, $ptds)
     };
     (@in $module:ident, $name:ident, $base:literal, $min:expr, $max:expr, $ptds:expr) => {
         Entry {
@@ -172,9 +177,25 @@ static ENTRIES: &[Entry] = &[
     entry!(life cuDevicePrimaryCtxRelease_v2, "cuDevicePrimaryCtxRelease", 11000, c_int::MAX, false),
     entry!(life cuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset", 7000, 11000, false),
     entry!(life cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", 11000, c_int::MAX, false),
-    entry!(cuGetProcAddress, "cuGetProcAddress", 11030, 12000, false),
-    entry!(cuGetProcAddress_v2, "cuGetProcAddress", 12000),
+    entry!(here cuGetProcAddress, "cuGetProcAddress", 11030, 12000, false),
+    entry!(here cuGetProcAddress_v2, "cuGetProcAddress", 12000, c_int::MAX, false),
 ];
+
+wrapper!(cuGetProcAddress(symbol: *const c_char, pfn: *mut *mut c_void, version: c_int, flags: c_ulonglong) |call| {
+    let r = call();
+    if r == CUDA_SUCCESS {
+        swap_in_wrapper(symbol, pfn, version, flags);
+    }
+    r
+});
+
+wrapper!(cuGetProcAddress_v2(symbol: *const c_char, pfn: *mut *mut c_void, version: c_int, flags: c_ulonglong, status: *mut c_int) |call| {
+    let r = call();
+    if r == CUDA_SUCCESS {
+        swap_in_wrapper(symbol, pfn, version, flags);
+    }
+    r
+});
 
 /// `dlsym` of a wrapped export: the wrapper, or `None` to let the real `dlsym` answer.
 pub fn dlsym_wrapper(handle: *mut c_void, name: &str) -> Option<*mut c_void> {

@@ -9,6 +9,7 @@
 #![allow(unsafe_code)]
 
 use std::ffi::{c_int, c_void, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use memshim_trace::{Module, Segment};
 
@@ -47,6 +48,15 @@ pub fn scan(exe: &str) -> Vec<Module> {
     ) -> c_int {
         // SAFETY: dl_iterate_phdr passes a valid info and our `data`, a &mut Ctx.
         let (info, ctx) = unsafe { (&*info, &mut *(data as *mut Ctx)) };
+        // Called from C: a panic reading one object leaves that object out, never unwinds.
+        let module = catch_unwind(AssertUnwindSafe(|| module(info, ctx.exe)));
+        if let Ok(m) = module {
+            ctx.out.push(m);
+        }
+        0
+    }
+    /// One loaded object.
+    fn module(info: &libc::dl_phdr_info, exe: &str) -> Module {
         let name = if info.dlpi_name.is_null() {
             String::new()
         } else {
@@ -56,7 +66,7 @@ pub fn scan(exe: &str) -> Vec<Module> {
                 .into_owned()
         };
         let path = if name.is_empty() {
-            ctx.exe.to_string()
+            exe.to_string()
         } else {
             name
         };
@@ -84,13 +94,12 @@ pub fn scan(exe: &str) -> Vec<Module> {
                 _ => {}
             }
         }
-        ctx.out.push(Module {
+        Module {
             path,
             base,
             build_id,
             segments,
-        });
-        0
+        }
     }
     let mut ctx = Ctx {
         exe,

@@ -5,6 +5,7 @@
 //! Never: symbolize, take a lock a traced thread may hold, allocate through the traced allocator or
 //! let a panic out (see `recorder`).
 pub(crate) mod guard;
+pub(crate) mod mix;
 pub(crate) mod msg;
 pub(crate) mod recorder;
 pub(crate) mod sampling;

@@ -27,7 +27,7 @@ mod pace;
 pub(crate) mod placement;
 pub(crate) mod symbolize;
 
-use pace::{next_nap, NAP};
+use pace::{next_nap, DRAIN, NAP};
 
 use crate::config::Config;
 use crate::record::msg::{Msg, StackedMsg};
@@ -45,8 +45,6 @@ const BATCH_BYTES: usize = 1 << 20;
 const WAITING_BATCH_BYTES: usize = 64 << 10;
 /// Empty polls in a row after which what is pending goes on disk (see `run`).
 const QUIET_POLLS: u32 = 2;
-/// Messages taken from the queue between looks at the clock (at most a few milliseconds' worth).
-const DRAIN: usize = 4096;
 /// Starts the writer thread.
 pub fn spawn(w: Writer) -> io::Result<()> {
     crate::sys::threads::spawn(c"memshim-writer", move || w.run())

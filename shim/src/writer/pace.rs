@@ -1,10 +1,11 @@
-//! How long the writer naps between polls: short while events flood in, long when they trickle or
-//! stop. Every wake-up is a context switch the program's threads may feel on a machine with few
-//! cores, and the writer never parks on the channel (see the module note of `writer`).
+//! The writer's pace: how many messages one poll takes at most, and how long it naps between polls:
+//! short while events flood in, long when they trickle or stop. Every wake-up is a context switch
+//! the program's threads may feel on a machine with few cores, and the writer never parks on the
+//! channel (see the module note of `writer`).
 use std::time::Duration;
 
-use super::DRAIN;
-
+/// Messages taken from the queue between looks at the clock (at most a few milliseconds' worth).
+pub(super) const DRAIN: usize = 4096;
 /// The writer's shortest nap between polls, while events flood in: short enough that the channel
 /// (64K messages) never fills at millions of events a second.
 pub(super) const NAP: Duration = Duration::from_micros(200);
@@ -31,7 +32,6 @@ pub(super) fn next_nap(nap: Duration, taken: usize) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::writer::DRAIN;
 
     #[test]
     fn the_nap_follows_the_flow_between_its_bounds() {

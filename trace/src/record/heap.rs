@@ -49,6 +49,16 @@ pub struct Free {
     pub realloc: bool,
 }
 
+/// A free stored by distance (see `serials`): the block allocated `back` allocations before the next
+/// one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FreeBack {
+    /// The number of allocations since the freed one (1: the latest).
+    pub back: u64,
+    /// True when this is the free half of a realloc.
+    pub realloc: bool,
+}
+
 /// A failed realloc: the block at `addr` stays live.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReallocFailed {

@@ -118,7 +118,7 @@ pub enum Record {
     ThreadCpus(Vec<ThreadCpu>),
     /// A free stored by its allocation's distance (see `serials`); readers hand out the `Free` it
     /// stands for, never this. Since version 5.
-    FreeBack(crate::serials::FreeBack),
+    FreeBack(FreeBack),
     /// The usable size of the sampled allocation just recorded at the same address. Since version 6.
     Usable(Usable),
     /// The process's running totals of host allocations and frees: present only when just the sampled

@@ -3,7 +3,6 @@
 use std::io::{self, Write};
 
 use crate::report::model::{Process, Report};
-use crate::report::site_label::label;
 use crate::units::human_bytes;
 
 /// Sites listed under a process's peak.
@@ -95,7 +94,7 @@ pub fn peak(p: &Process, out: &mut dyn Write) -> io::Result<()> {
             human_bytes(s.bytes),
             s.count,
             if s.count == 1 { " " } else { "s" },
-            label(&s.frames).unwrap_or_else(|| "an unnamed site".into())
+            s.label.as_deref().unwrap_or("an unnamed site")
         )?;
     }
     if sites.len() > PEAK_SITES_SHOWN {

@@ -4,15 +4,17 @@ use std::io::{self, Write};
 
 use super::{write_stack, Text};
 use crate::report::model::Process;
-use crate::report::owner::first_program_function;
 use crate::units::human_bytes;
 
 impl Text {
     pub(super) fn transfers(&self, p: &Process, out: &mut dyn Write) -> io::Result<()> {
         let tr = &p.transfers;
-        let count: u64 = tr.summary.iter().map(|r| r.count).sum();
-        let bytes: u64 = tr.summary.iter().map(|r| r.bytes).sum();
-        writeln!(out, "transfers: {count} copies, {}", human_bytes(bytes))?;
+        writeln!(
+            out,
+            "transfers: {} copies, {}",
+            tr.copies,
+            human_bytes(tr.bytes)
+        )?;
         for r in &tr.summary {
             let sync = match (r.seconds, r.gbps) {
                 (Some(s), Some(g)) => format!("sync {:.3} ms at {g:.2} GB/s", s * 1e3),
@@ -151,7 +153,7 @@ impl Text {
             )?;
         }
         for f in &d.failures {
-            let site = first_program_function(&f.frames).unwrap_or("??");
+            let site = f.site.as_deref().unwrap_or("??");
             let retry = if f.retried_after_freeing {
                 format!(
                     "; retried after freeing {}",

@@ -2,16 +2,15 @@
 use std::io::{self, Write};
 
 use super::{one_line, python_line, site_view, Render};
-use crate::report::model::{FrameOut, LeakClass, PlacementOut, Process, Report, Site};
-use crate::report::owner::first_program_function;
+use crate::report::model::{FrameOut, LeakClass, PlacementOut, Process, Report};
 use crate::units::human_bytes;
 
+mod diff;
 mod first_screen;
 mod gpu;
 mod overview;
 mod torch;
 mod torch_steps;
-pub use torch_steps::roles_line;
 
 /// The text renderer.
 pub struct Text {
@@ -87,7 +86,7 @@ impl Text {
         self.growth(p, out)?;
         let h = &p.heap;
         writeln!(out, "heap: {}", super::heap_line(h))?;
-        if let Some(n) = crate::report::counted::note(h) {
+        if let Some(n) = h.totals_note {
             writeln!(out, "   {n}")?;
         }
         self.leaks("leaked heap", "blocks", &p.leaks.host, out)?;
@@ -159,7 +158,12 @@ impl Text {
         for th in migrated().take(self.top) {
             writeln!(out, "  {}", super::numa_lines::thread_line(th))?;
         }
-        showing(out, self.top, migrated().count(), "threads that migrated")?;
+        showing(
+            out,
+            self.top,
+            p.numa.migrated_threads as usize,
+            "threads that migrated",
+        )?;
         for c in p.numa.calls.iter().take(self.top) {
             let mut args = Vec::new();
             if let Some(policy) = &c.policy {
@@ -174,7 +178,7 @@ impl Text {
             if c.bytes > 0 {
                 args.push(human_bytes(c.bytes));
             }
-            let site = first_program_function(&c.frames).unwrap_or("??");
+            let site = c.site.as_deref().unwrap_or("??");
             writeln!(
                 out,
                 "  {}({}) = {} in {site}",
@@ -256,27 +260,24 @@ impl Text {
 
     fn leaks(&self, title: &str, unit: &str, c: &LeakClass, out: &mut dyn Write) -> io::Result<()> {
         use crate::units::blocks;
-        let own: Vec<&Site> = c.program_sites().collect();
-        let (bytes, count) = (c.program_bytes(), c.program_count());
-        if count == 0 {
+        if c.program_count == 0 {
             writeln!(out, "{title}: none")?;
         } else {
             writeln!(
                 out,
                 "{title}: {} in {} from {}",
-                human_bytes(bytes),
-                blocks(count, unit),
-                blocks(own.len() as u64, "sites")
+                human_bytes(c.program_bytes),
+                blocks(c.program_count, unit),
+                blocks(c.program_sites, "sites")
             )?;
         }
         if c.driver_count > 0 {
-            let driver = c.sites.iter().filter(|s| s.owner == "cuda_driver").count();
             writeln!(
                 out,
                 "  (plus {} in {} from {} that the CUDA driver allocated for itself and keeps until exit)",
                 human_bytes(c.driver_bytes),
                 blocks(c.driver_count, unit),
-                blocks(driver as u64, "sites")
+                blocks(c.driver_sites, "sites")
             )?;
         }
         for line in super::set_apart::by_design_lines(c, unit)
@@ -293,7 +294,7 @@ impl Text {
                 blocks(c.unsampled_count, unit)
             )?;
         }
-        for (i, s) in own.iter().take(self.top).enumerate() {
+        for (i, s) in c.sites_of_program().take(self.top).enumerate() {
             match &s.estimated {
                 Some(e) => writeln!(
                     out,
@@ -320,11 +321,11 @@ impl Text {
             }
             write_stack(out, &s.frames, FRAMES_SHOWN)?;
         }
-        if own.len() > self.top {
+        if c.program_sites > self.top as u64 {
             writeln!(
                 out,
                 "  ... {} more sites (--top to see more)",
-                own.len() - self.top
+                c.program_sites - self.top as u64
             )?;
         }
         Ok(())
@@ -335,7 +336,7 @@ impl Text {
 /// into one level down (see [`site_view`]); start-up, import and interpreter frames left out (see
 /// `report::frame_marks`).
 fn write_stack(out: &mut dyn Write, frames: &[FrameOut], shown: usize) -> io::Result<()> {
-    let frames: Vec<FrameOut> = crate::report::frame_marks::shown(frames)
+    let frames: Vec<FrameOut> = crate::report::model::frame::shown(frames)
         .into_iter()
         .cloned()
         .collect();
@@ -364,7 +365,7 @@ fn write_stack(out: &mut dyn Write, frames: &[FrameOut], shown: usize) -> io::Re
 
 /// A sampled large block: where its pages are against where the thread that allocated it ran.
 fn placement_line(b: &PlacementOut) -> String {
-    let sampled = b.pages_by_node.iter().map(|n| n.1).sum::<u32>() + b.absent_pages;
+    let sampled = b.sampled_pages;
     let place = match b.node {
         Some(node) if b.pages_by_node.len() == 1 => format!("on node {node}"),
         Some(node) => {
@@ -391,7 +392,9 @@ fn placement_line(b: &PlacementOut) -> String {
         _ => String::new(),
     };
     let remote = if b.remote { ": REMOTE" } else { "" };
-    let site = first_program_function(&b.frames)
+    let site = b
+        .site
+        .as_deref()
         .and_then(|func| {
             b.frames
                 .iter()
@@ -408,7 +411,7 @@ fn placement_line(b: &PlacementOut) -> String {
 }
 
 fn frame_line(f: &FrameOut) -> String {
-    use crate::report::frame_marks::{file_name, place};
+    use crate::report::model::frame::{file_name, place};
     match (f.function.as_deref(), file_name(f), f.line) {
         (Some(func), Some(file), Some(line)) => format!("{func}  {file}:{line}"),
         (Some(func), _, _) => format!("{func}  ({})", place(f)),

@@ -31,7 +31,7 @@ pub fn overview(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             p.duration_s,
             human_bytes(p.program_memory.bytes),
             human_bytes(p.heap.peak_bytes),
-            human_bytes(p.leaks.host.program_bytes()),
+            human_bytes(p.leaks.host.program_bytes),
             human_bytes(p.device.peak_bytes),
             p.role
         )?;

@@ -95,7 +95,7 @@ impl Text {
             )?;
             writeln!(out, "    verdict: {}", o.text)?;
             if let Some(r) = &o.roles {
-                writeln!(out, "    by role: {}", super::torch_steps::roles_line(r))?;
+                writeln!(out, "    by role: {}", crate::render::roles::roles_line(r))?;
             }
             for (i, h) in o.holders.iter().take(self.top.min(3)).enumerate() {
                 writeln!(

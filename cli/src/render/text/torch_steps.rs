@@ -2,33 +2,12 @@
 use std::io::{self, Write};
 
 use super::Text;
-use crate::report::model::{RolesOut, TorchSection};
-use crate::report::site_label::finding_place as place;
+use crate::render::roles::roles_line;
+use crate::report::model::TorchSection;
 use crate::units::human_bytes;
 
 /// Steps shown before the rest are summed up in one line.
 const STEPS_SHOWN: usize = 20;
-
-/// One line of roles, largest first, those holding nothing left out.
-pub fn roles_line(r: &RolesOut) -> String {
-    let mut parts = [
-        ("parameters", r.parameters),
-        ("gradients", r.gradients),
-        ("optimizer state", r.optimizer_state),
-        ("activations", r.activations),
-        ("data", r.data),
-        ("workspaces", r.workspaces),
-        ("other", r.other),
-    ];
-    parts.sort_by_key(|p| std::cmp::Reverse(p.1));
-    let mut line: Vec<String> = parts
-        .iter()
-        .filter(|p| p.1 > 0)
-        .map(|(n, b)| format!("{n} {}", human_bytes(*b)))
-        .collect();
-    line.push(format!("cache free {}", human_bytes(r.cache_free)));
-    line.join(", ")
-}
 
 impl Text {
     pub(super) fn torch_steps(&self, t: &TorchSection, out: &mut dyn Write) -> io::Result<()> {
@@ -50,7 +29,7 @@ impl Text {
             out,
             "  steps: {} found by the loop at {}",
             s.steps.len(),
-            place(&s.marker)
+            s.marker_place
         )?;
         writeln!(
             out,
@@ -87,10 +66,8 @@ impl Text {
             out,
             "    (^ the most during the step; > allocated when the next step began)"
         )?;
-        let first_peak = s.steps.iter().max_by(|a, b| {
-            (a.peak_allocated_bytes.cmp(&b.peak_allocated_bytes)).then(b.index.cmp(&a.index))
-        });
-        if let Some(peak) = first_peak {
+        let peak_step = s.steps.iter().find(|st| Some(st.index) == s.peak_step);
+        if let Some(peak) = peak_step {
             writeln!(
                 out,
                 "  by role at the peak of step {}: {}",
@@ -103,7 +80,7 @@ impl Text {
                 out,
                 "  +{} a step at {} since step {} ({} memory: {} by step {})",
                 human_bytes(g.bytes_per_step),
-                place(&g.frames),
+                g.place,
                 g.since_step,
                 g.memory,
                 human_bytes(g.bytes),

@@ -2,6 +2,7 @@
 //! unified memory.
 use serde::Serialize;
 
+use super::frame::FrameOut;
 use super::site::*;
 use super::transfers::SizeBucket;
 
@@ -175,6 +176,9 @@ pub struct FailureOut {
     pub retried_after_freeing: bool,
     /// The bytes freed before that retry.
     pub freed_before_retry: u64,
+    /// The program's function that made the call (see `report::owner::first_program_function`):
+    /// in a Python process its innermost Python function; null when no frame names one.
+    pub site: Option<String>,
     pub frames: Vec<FrameOut>,
 }
 

@@ -1,6 +1,7 @@
 //! The model of the growth section: call sites whose live memory kept climbing.
 use serde::Serialize;
 
+use super::frame::FrameOut;
 use super::site::*;
 
 /// Call sites whose live memory kept climbing over the run.

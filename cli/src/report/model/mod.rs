@@ -4,6 +4,7 @@ use serde::Serialize;
 mod device;
 mod first_screen;
 mod flame;
+pub mod frame;
 mod growth;
 mod site;
 mod system;
@@ -14,6 +15,7 @@ mod transfers;
 pub use device::*;
 pub use first_screen::*;
 pub use flame::*;
+pub use frame::FrameOut;
 pub use growth::*;
 pub use site::*;
 pub use system::*;
@@ -144,6 +146,8 @@ pub struct Process {
     pub rank: Option<RankOut>,
     /// What it is: `main`, `child`, `fork child`, `rank N`, `DataLoader worker [of rank N]`.
     pub role: String,
+    /// How many items of the report's `verdict` are about this process.
+    pub verdict_items: u64,
     pub notes: Vec<String>,
     /// What it held at its highest: heap, allocator arenas and device memory, with RSS beside.
     pub program_memory: ProgramMemory,
@@ -190,6 +194,9 @@ pub struct HeapSummary {
     /// (thin sampling), and these totals are the shim's counts, with live and peak bytes as usable
     /// sizes, the peak from readings about every 100 ms, and temporary allocations not known (0).
     pub totals_from: &'static str,
+    /// What a reader of these totals must know about how they were made: with "counts", a sentence
+    /// saying so; null with "events".
+    pub totals_note: Option<&'static str>,
     pub allocations: u64,
     pub frees: u64,
     pub allocated_bytes: u64,

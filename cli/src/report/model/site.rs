@@ -2,6 +2,8 @@
 //! live sites of one class of memory.
 use serde::Serialize;
 
+use super::frame::FrameOut;
+
 /// A conclusion.
 #[derive(Serialize, Debug, Default, Clone)]
 pub struct Finding {
@@ -37,27 +39,58 @@ pub struct LeakClass {
     /// Of `bytes` and `count`, what was allocated without a sampled stack (not in `sites`).
     pub unsampled_bytes: u64,
     pub unsampled_count: u64,
+    /// What the program itself holds: `bytes` and `count` less what the CUDA driver allocated for
+    /// itself, what system code keeps by design and what the suppressions matched (see
+    /// `report::figures`, which makes this and every figure below from the rest).
+    pub program_bytes: u64,
+    pub program_count: u64,
+    /// `bytes` and `count` less the CUDA driver's own only: the program's, NCCL's, by design and
+    /// suppressed together.
+    pub non_driver_bytes: u64,
+    pub non_driver_count: u64,
+    /// Of `sites`: how many are the program's own (see [`Site::is_programs`]), how many the CUDA
+    /// driver's.
+    pub program_sites: u64,
+    pub driver_sites: u64,
+    /// The sites kept by design, by owner: largest first (then by owner).
+    pub by_design_owners: Vec<ByDesignOwner>,
+    /// The sites each `--suppressions` rule matched, in the order of the first site each matched.
+    pub suppressed_rules: Vec<SuppressedRule>,
     pub sites: Vec<Site>,
 }
 
 impl LeakClass {
-    /// What the program itself holds: `bytes` less what the CUDA driver allocated for itself, what
-    /// system code keeps by design and what the suppressions matched.
-    pub fn program_bytes(&self) -> u64 {
-        self.bytes
-            .saturating_sub(self.driver_bytes + self.by_design_bytes + self.suppressed_bytes)
-    }
-
-    /// As [`LeakClass::program_bytes`], in blocks.
-    pub fn program_count(&self) -> u64 {
-        self.count
-            .saturating_sub(self.driver_count + self.by_design_count + self.suppressed_count)
-    }
-
     /// The program's own sites, largest first (as `sites` is).
-    pub fn program_sites(&self) -> impl Iterator<Item = &Site> {
+    pub fn sites_of_program(&self) -> impl Iterator<Item = &Site> {
         self.sites.iter().filter(|s| s.is_programs())
     }
+}
+
+/// What one owner of memory kept by design holds of a leak class (see `report::by_design`).
+#[derive(Serialize, Debug)]
+pub struct ByDesignOwner {
+    /// An owner of memory kept by design: "c_library", "cxx_runtime", "interpreter" or
+    /// "go_runtime" (see `Site::owner`).
+    pub owner: &'static str,
+    /// The owner in words: "the C library".
+    pub described: &'static str,
+    pub bytes: u64,
+    pub count: u64,
+    pub sites: u64,
+    /// Where its largest site allocated: the innermost frame past the allocator, by its function
+    /// (`_IO_file_doallocate`), else by the innermost named frame of the same library, else by its
+    /// place; null when the site has no frame past the allocator.
+    pub largest_in: Option<String>,
+}
+
+/// What one `--suppressions` rule matched of a leak class.
+#[derive(Serialize, Debug)]
+pub struct SuppressedRule {
+    /// The rule, as `Site::suppressed_by` gives it: `leak:PATTERN (FILE:LINE)`.
+    pub rule: String,
+    pub bytes: u64,
+    pub count: u64,
+    pub sites: u64,
 }
 
 /// One call site: a distinct stack.
@@ -81,6 +114,10 @@ pub struct Site {
     pub allocated_bytes: u64,
     /// With sampling: what this site's sampled blocks stand for (an estimate); null otherwise.
     pub estimated: Option<Estimate>,
+    /// The site's name in one line, `function (file:line)` (see `report::site_label`): given for
+    /// the sites the first screen names (`heap.peak_sites`), absent elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
     /// The stack, innermost first.
     pub frames: Vec<FrameOut>,
 }
@@ -98,36 +135,4 @@ impl Site {
 pub struct Estimate {
     pub bytes: u64,
     pub count: u64,
-}
-
-/// One frame.
-#[derive(Serialize, Debug, Clone)]
-pub struct FrameOut {
-    /// "native" (or "python" for interpreter frames).
-    pub kind: &'static str,
-    pub function: Option<String>,
-    pub file: Option<String>,
-    pub line: Option<u32>,
-    pub module: Option<String>,
-    /// The return address, as hex.
-    pub address: String,
-    /// Present (true) on a Python frame of the main thread, lent to a native thread that ran no
-    /// Python code (PyTorch's autograd engine during `backward()`, say).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub main_thread: bool,
-    /// The return address less its module's load bias, as hex (`module+offset` in the reports):
-    /// the same in every run, where ASLR moves `address`. Absent for Python frames and addresses in
-    /// no known module.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub offset: Option<String>,
-    /// Present when the text, Markdown and HTML reports and the exports leave this frame out (see
-    /// `report::frame_marks`): "startup" (`_start`, `__libc_start_main`), "import" (Python's import
-    /// machinery) or "interpreter" (CPython's own frames around Python code). Never set with
-    /// `--all-frames`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub hidden: Option<&'static str>,
-    /// A Python frame's file as the reports show it: relative to its package's import root or to the
-    /// script's directory (`torch/nn/modules/linear.py`); `file` keeps the full path.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub short_file: Option<String>,
 }

@@ -2,6 +2,7 @@
 //! fragmentation.
 use serde::Serialize;
 
+use super::frame::FrameOut;
 use super::site::*;
 
 /// The machine's NUMA topology and what memshim concludes about placement.
@@ -18,6 +19,9 @@ pub struct NumaSection {
     /// The program's threads as sampled about every 100 ms (only on a machine with several nodes),
     /// those that ran on more than one node first.
     pub threads: Vec<NumaThreadOut>,
+    /// Of `placements`, the remote ones; of `threads`, those that migrated.
+    pub remote_blocks: u64,
+    pub migrated_threads: u64,
     pub findings: Vec<Finding>,
 }
 
@@ -56,6 +60,8 @@ pub struct NumaCallOut {
     pub result: i64,
     pub time_s: f64,
     pub thread: u32,
+    /// The program's function that made the call (as `FailureOut::site`).
+    pub site: Option<String>,
     pub frames: Vec<FrameOut>,
 }
 
@@ -90,6 +96,10 @@ pub struct PlacementOut {
     pub cause: Option<&'static str>,
     /// With "placement_call": the index in `calls` of the call that placed it.
     pub placed_by_call: Option<usize>,
+    /// The pages sampled: resident (`pages_by_node`) and not (`absent_pages`).
+    pub sampled_pages: u32,
+    /// The program's function that allocated it (as `FailureOut::site`).
+    pub site: Option<String>,
     pub frames: Vec<FrameOut>,
 }
 
@@ -108,6 +118,8 @@ pub struct CountersSection {
     pub values: Vec<CounterOut>,
     /// The totals over time, read about once a second while the process ran.
     pub series: Vec<CounterSeriesOut>,
+    /// The most readings of any one counter in `series`; null without a series.
+    pub samples: Option<u64>,
     pub findings: Vec<Finding>,
 }
 

@@ -1,6 +1,7 @@
 //! The model of the PyTorch section: the caching allocator seen from the inside.
 use serde::Serialize;
 
+use super::frame::FrameOut;
 use super::growth::GrowthSite;
 use super::site::*;
 use super::torch_steps::{RolesOut, TorchStepsOut};

@@ -1,6 +1,7 @@
 //! The model of the training steps found in a PyTorch process, and of memory by role.
 use serde::Serialize;
 
+use super::frame::FrameOut;
 use super::site::*;
 
 /// Tensor memory by what it is for, inferred from the frames that allocated each block (see
@@ -33,8 +34,13 @@ pub struct TorchStepsOut {
     pub found_by: Option<&'static str>,
     /// The line that begins each step (its Python frames, outermost last).
     pub marker: Vec<FrameOut>,
+    /// That line, as the findings name a place: `function (file:line)`.
+    pub marker_place: String,
     /// The steps, in order.
     pub steps: Vec<StepOut>,
+    /// The `index` of the first step whose `peak_allocated_bytes` is the highest; null without
+    /// steps.
+    pub peak_step: Option<u32>,
     /// Sites whose memory grew by about the same amount each step, largest first.
     pub growth: Vec<StepGrowth>,
     /// Steps past the first million stretches of allocations are not cut.
@@ -74,5 +80,7 @@ pub struct StepGrowth {
     pub until_step: u32,
     /// Live bytes at its last high.
     pub bytes: u64,
+    /// Where, as the findings name a place: `function (file:line)`.
+    pub place: String,
     pub frames: Vec<FrameOut>,
 }

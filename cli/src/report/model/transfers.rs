@@ -1,6 +1,7 @@
 //! The model of the transfers section and its bandwidth series.
 use serde::Serialize;
 
+use super::frame::FrameOut;
 use super::site::*;
 
 /// Bandwidth of one kind of copy over time.
@@ -17,6 +18,9 @@ pub struct BandwidthSeries {
 pub struct TransfersSection {
     /// One row per (direction, host memory).
     pub summary: Vec<TransferRow>,
+    /// Copies and bytes of every row of `summary`, together.
+    pub copies: u64,
+    pub bytes: u64,
     /// Call sites, largest by bytes first.
     pub sites: Vec<TransferSite>,
     /// Copies by size: `{le_bytes, count}`; the last bucket has `le_bytes` null.

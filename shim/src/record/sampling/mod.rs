@@ -26,6 +26,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use sampled_blocks as sampled;
 
+use crate::record::mix::mix;
+
 const NO_KEY: u32 = u32::MAX;
 static KEY: AtomicU32 = AtomicU32::new(NO_KEY);
 static MEAN: AtomicU64 = AtomicU64::new(0);
@@ -103,16 +105,6 @@ pub fn thin_unfree(addr: u64, usable: u64) -> bool {
 #[inline(always)]
 pub fn thin_realloc_done(addr: u64) {
     sampled::realloc_done(addr);
-}
-
-/// MurmurHash3's 64-bit finaliser: a well-mixed hash of a heap address.
-#[inline(always)]
-fn mix(mut z: u64) -> u64 {
-    z ^= z >> 33;
-    z = z.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
-    z ^= z >> 33;
-    z = z.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
-    z ^ (z >> 33)
 }
 
 /// True when the allocation of `size` bytes on this thread is a sampled one.

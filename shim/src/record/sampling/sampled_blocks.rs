@@ -33,7 +33,7 @@ static COUNT: [AtomicU32; COUNTS] = [const { AtomicU32::new(0) }; COUNTS];
 /// The first slot of `addr`'s window and its count.
 #[inline(always)]
 fn places(addr: u64) -> (usize, &'static AtomicU32) {
-    let h = super::mix(addr);
+    let h = crate::record::mix::mix(addr);
     let slot = (h >> (64 - SLOTS.trailing_zeros())) as usize;
     (slot, &COUNT[h as usize & (COUNTS - 1)])
 }

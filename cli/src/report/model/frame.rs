@@ -1,0 +1,121 @@
+//! One frame of a stack as the model holds it, and how the reports read one: which frames of a stack
+//! they show (see `report::frame_marks`, which marks the others), a frame's place and file name as
+//! they print them, and whether it is the allocator's own.
+use serde::Serialize;
+
+/// One frame.
+#[derive(Serialize, Debug, Clone)]
+pub struct FrameOut {
+    /// "native" (or "python" for interpreter frames).
+    pub kind: &'static str,
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub module: Option<String>,
+    /// The return address, as hex.
+    pub address: String,
+    /// Present (true) on a Python frame of the main thread, lent to a native thread that ran no
+    /// Python code (PyTorch's autograd engine during `backward()`, say).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub main_thread: bool,
+    /// The return address less its module's load bias, as hex (`module+offset` in the reports):
+    /// the same in every run, where ASLR moves `address`. Absent for Python frames and addresses in
+    /// no known module.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<String>,
+    /// Present when the text, Markdown and HTML reports and the exports leave this frame out (see
+    /// `report::frame_marks`): "startup" (`_start`, `__libc_start_main`), "import" (Python's import
+    /// machinery) or "interpreter" (CPython's own frames around Python code). Never set with
+    /// `--all-frames`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<&'static str>,
+    /// A Python frame's file as the reports show it: relative to its package's import root or to the
+    /// script's directory (`torch/nn/modules/linear.py`); `file` keeps the full path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub short_file: Option<String>,
+}
+
+/// The frames a report shows: the unmarked ones, or every frame when marking would leave none.
+pub fn shown(frames: &[FrameOut]) -> Vec<&FrameOut> {
+    let shown: Vec<&FrameOut> = frames.iter().filter(|f| f.hidden.is_none()).collect();
+    if shown.is_empty() {
+        frames.iter().collect()
+    } else {
+        shown
+    }
+}
+
+/// A frame's place as the reports print it: `module+0xoffset`, the same in every run (the absolute
+/// address changes with ASLR); the address itself only when no module holds it.
+pub fn place(f: &FrameOut) -> String {
+    let module = f
+        .module
+        .as_deref()
+        .map(|m| m.rsplit('/').next().unwrap_or(m));
+    match (module, &f.offset) {
+        (Some(m), Some(off)) => format!("{m}+{off}"),
+        (Some(m), None) => format!("{m} {}", f.address),
+        (None, _) => f.address.clone(),
+    }
+}
+
+/// A file as the reports print it: a Python frame's short name, else the file's own name.
+pub fn file_name(f: &FrameOut) -> Option<&str> {
+    f.short_file
+        .as_deref()
+        .or_else(|| f.file.as_deref().map(|p| p.rsplit('/').next().unwrap_or(p)))
+}
+
+/// True for a frame of the allocator itself (malloc, `operator new`, CPython's and PyTorch's allocation
+/// wrappers): never the answer to "what called into native code here".
+pub fn is_allocator(f: &FrameOut) -> bool {
+    const PREFIXES: [&str; 14] = [
+        "operator new",
+        "malloc",
+        "calloc",
+        "realloc",
+        "posix_memalign",
+        "aligned_alloc",
+        "_PyObject_",
+        "PyObject_Malloc",
+        "PyObject_Calloc",
+        "PyObject_Realloc",
+        "_PyMem_",
+        "PyMem_",
+        "c10::alloc_cpu",
+        "std::__new_allocator",
+    ];
+    f.function
+        .as_deref()
+        .is_some_and(|func| PREFIXES.iter().any(|p| func.starts_with(p)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn native(function: &str, module: &str) -> FrameOut {
+        FrameOut {
+            kind: "native",
+            function: (!function.is_empty()).then(|| function.to_string()),
+            file: None,
+            line: None,
+            module: Some(module.to_string()),
+            address: "0x55d0c0de1121".into(),
+            main_thread: false,
+            offset: Some("0x1121".into()),
+            hidden: None,
+            short_file: None,
+        }
+    }
+
+    #[test]
+    fn places_are_module_and_offset() {
+        assert_eq!(place(&native("", "/tmp/leaky")), "leaky+0x1121");
+        let mut f = native("", "/tmp/leaky");
+        f.offset = None;
+        assert_eq!(place(&f), "leaky 0x55d0c0de1121");
+        f.module = None;
+        assert_eq!(place(&f), "0x55d0c0de1121");
+    }
+}
