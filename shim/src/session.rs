@@ -190,7 +190,7 @@ fn open_trace() -> Result<(), String> {
     };
     let host = header.hostname.clone();
     let rank = cfg.rank.as_ref().map(|r| (host.as_str(), r.rank));
-    let (file, path) = output::create(&cfg.output_dir, &exe, pid, rank)?;
+    let (file, path) = output::naming::create(&cfg.output_dir, &exe, pid, rank)?;
     channel::set_trace(path.clone(), header.clock_start_ns);
     let out = TraceWriter::new(file, &header, cfg.compress)
         .map_err(|e| format!("cannot write the trace file {}: {e}", path.display()))?;

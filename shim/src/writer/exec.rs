@@ -6,7 +6,7 @@
 //! before.
 use std::time::Duration;
 
-use super::output::FileMark;
+use super::output::ending::FileMark;
 use super::Writer;
 use crate::channel::{self, ExecOutcome};
 

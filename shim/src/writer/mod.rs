@@ -66,7 +66,7 @@ pub struct Writer {
     placements: Placements,
     /// Where the trace stood before the end written at an exec (see `exec`): the file's end and
     /// the next frame's number.
-    exec_mark: Option<(output::FileMark, u64)>,
+    exec_mark: Option<(output::ending::FileMark, u64)>,
 }
 
 impl Writer {

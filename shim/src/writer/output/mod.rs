@@ -280,10 +280,8 @@ impl Drop for TraceFile {
     }
 }
 
-mod ending;
-mod naming;
-pub use ending::FileMark;
-pub use naming::create;
+pub(crate) mod ending;
+pub(crate) mod naming;
 
 #[cfg(test)]
 mod tests;
