@@ -1,6 +1,6 @@
 //! The trace file's tests: names, modes, planted symlinks, and a program that takes the
 //! descriptor back or replaces the file.
-use super::naming::file_stem;
+use super::naming::{create, file_stem};
 use super::*;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
