@@ -200,12 +200,18 @@ fn open_trace() -> Result<(), String> {
     let sampler_tx = tx.clone();
     // Helper threads inherit this mask: they must never take the host's signals.
     let old_mask = sys::block_all_signals();
+    let mut writer_cfg = cfg.clone();
+    if header.forked {
+        // A fork child's frames are its parent's modules: `memshim report` names them offline
+        // unless symbolizing in the child was asked for by name (see `Config::symbolize_forked`).
+        writer_cfg.symbolize = cfg.symbolize_forked;
+    }
     let spawned = writer::spawn(writer::Writer::new(
         rx,
         out,
         path,
         initial_modules,
-        cfg.clone(),
+        writer_cfg,
         pid,
     ))
     .and_then(|()| probes::spawn(sampler_tx, exe, pid));
