@@ -12,6 +12,7 @@ pub(crate) mod handed_back;
 pub(crate) mod leaked;
 pub(crate) mod own_heap;
 pub(crate) mod owned_fds;
+pub(crate) mod prefetch;
 pub(crate) mod proc_file;
 pub(crate) mod real;
 pub(crate) mod threads;

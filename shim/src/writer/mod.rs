@@ -20,6 +20,7 @@ use memshim_trace::{
     Record, StackDef, TraceWriter, Unmap,
 };
 
+mod batch;
 mod end;
 mod exec;
 pub(crate) mod output;
@@ -62,6 +63,8 @@ pub struct Writer {
     py_strings: HashMap<Box<str>, u32>,
     dropped_written: u64,
     placements: Placements,
+    /// The messages being handled (see `batch`), kept to reuse its memory.
+    batch: Vec<Msg>,
     /// Where the trace stood before the end written at an exec (see `exec`): the file's end and
     /// the next frame's number.
     exec_mark: Option<(output::FileMark, u64)>,
@@ -89,6 +92,7 @@ impl Writer {
             py_strings: HashMap::new(),
             dropped_written: 0,
             placements: Placements::default(),
+            batch: Vec::with_capacity(batch::BATCH),
             exec_mark: None,
         };
         let topology = w.out.push(&Event {
@@ -152,17 +156,24 @@ impl Writer {
             // The clock is read once per batch, not per message.
             while matches!(step, Ok(None)) && taken < DRAIN {
                 let Some(rx) = self.rx.as_ref() else { return };
-                match rx.try_recv() {
+                let mut msgs = std::mem::take(&mut self.batch);
+                let ended = batch::take(rx, &mut msgs, &self.out);
+                taken += msgs.len();
+                for msg in msgs.drain(..) {
                     // Each message may need memory: none more once the heap ran dry.
-                    Ok(_) if crate::sys::own_heap::exhausted() => {
+                    if crate::sys::own_heap::exhausted() {
                         channel::count_dropped(1);
-                        break;
+                    } else if matches!(step, Ok(None)) {
+                        step = self.handle(msg);
                     }
-                    Ok(msg) => step = self.handle(msg),
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => return,
                 }
-                taken += 1;
+                self.batch = msgs;
+                match ended {
+                    _ if crate::sys::own_heap::exhausted() => break,
+                    Some(TryRecvError::Empty) => break,
+                    Some(TryRecvError::Disconnected) => return,
+                    None => {}
+                }
             }
             nap = next_nap(nap, taken);
             // Two polls in a row that found nothing after events came: the program paused (or is
@@ -227,16 +238,14 @@ impl Writer {
                 if self.cfg.placement_bytes > 0 && size >= self.cfg.placement_bytes {
                     self.placements.alloc(addr, size, t);
                 }
-                (
-                    t,
-                    tid,
-                    Record::Alloc(Alloc {
-                        func,
-                        addr,
-                        size,
-                        stack,
-                    }),
-                )
+                let alloc = Alloc {
+                    func,
+                    addr,
+                    size,
+                    stack,
+                };
+                self.out.push_alloc(t, tid, &alloc)?;
+                return Ok(None);
             }
             Msg::Free {
                 t,
@@ -245,7 +254,8 @@ impl Writer {
                 realloc,
             } => {
                 self.placement_freed(addr, t)?;
-                (t, tid, Record::Free(Free { addr, realloc }))
+                self.out.push_free(t, tid, &Free { addr, realloc })?;
+                return Ok(None);
             }
             Msg::ReallocFailed { t, tid, addr } => {
                 (t, tid, Record::ReallocFailed(ReallocFailed { addr }))
@@ -280,12 +290,15 @@ impl Writer {
                 }
                 entry.1 = true;
                 let id = entry.0;
-                self.addresses.extend(
-                    frames
-                        .iter()
-                        .copied()
-                        .filter(|&f| f & memshim_trace::PYTHON_FRAME == 0),
-                );
+                // Kept only for naming them at exit.
+                if self.cfg.symbolize {
+                    self.addresses.extend(
+                        frames
+                            .iter()
+                            .copied()
+                            .filter(|&f| f & memshim_trace::PYTHON_FRAME == 0),
+                    );
+                }
                 let def = StackDef {
                     id,
                     frames: frames.into_vec(),
