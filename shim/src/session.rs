@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use crossbeam_channel::bounded;
 use memshim_trace::{Clock, EndReason, Header, TraceWriter};
 
 use crate::channel::{
@@ -196,7 +195,7 @@ fn open_trace() -> Result<(), String> {
         .map_err(|e| format!("cannot write the trace file {}: {e}", path.display()))?;
     let initial_modules = modules::scan(&exe);
     let python = crate::python::detect(&initial_modules, cfg.python);
-    let (tx, rx) = bounded(CHANNEL_CAPACITY);
+    let (tx, rx) = crate::sys::queue::bounded(CHANNEL_CAPACITY);
     let sampler_tx = tx.clone();
     // Helper threads inherit this mask: they must never take the host's signals.
     let old_mask = sys::block_all_signals();
@@ -254,7 +253,7 @@ pub fn finish(reason: EndReason) -> bool {
             crate::probes::counters::read(),
         )));
     }
-    let (ack_tx, ack_rx) = bounded(1);
+    let (ack_tx, ack_rx) = crossbeam_channel::bounded(1);
     send(Msg::Shutdown {
         reason,
         ack: ack_tx,

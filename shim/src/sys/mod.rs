@@ -14,6 +14,7 @@ pub(crate) mod own_heap;
 pub(crate) mod owned_fds;
 pub(crate) mod prefetch;
 pub(crate) mod proc_file;
+pub(crate) mod queue;
 pub(crate) mod real;
 pub(crate) mod threads;
 

@@ -3,11 +3,11 @@
 //! `memshim_trace::TraceWriter::lookup_of`); prefetching the entries of a whole batch before
 //! encoding any of it lets their cache misses overlap, where one message at a time made the writer
 //! wait for each in turn.
-use crossbeam_channel::{Receiver, TryRecvError};
 use memshim_trace::TraceWriter;
 
 use crate::record::msg::Msg;
 use crate::sys::prefetch::prefetch;
+use crate::sys::queue::{Receiver, TryRecvError};
 use crate::writer::output::TraceFile;
 
 /// The most messages taken at once: enough misses in flight to fill the memory system, few enough
@@ -19,7 +19,7 @@ pub(super) const BATCH: usize = 32;
 /// follows a shutdown or a flush request stays queued, as when messages were taken one by one.
 /// Returns what ended the batch: a full batch or such a message (`None`), or the queue's state.
 pub(super) fn take(
-    rx: &Receiver<Msg>,
+    rx: &mut Receiver,
     batch: &mut Vec<Msg>,
     out: &TraceWriter<TraceFile>,
 ) -> Option<TryRecvError> {

@@ -3,10 +3,10 @@
 //! most what had not reached the writer yet, or the last 100 ms of a flood.
 //!
 //! Never: call into the loader (`dl_iterate_phdr`, `dlsym`) while producers may be waiting on it, or
-//! block on anything a producer could hold. That includes blocking on the channel: crossbeam parks a
-//! blocked receiver through a thread-local whose destructor glibc registers under the loader's lock,
-//! which a producer holds while a library it is loading allocates. Its own allocations go through
-//! the shim's allocator.
+//! block on anything a producer could hold. That includes parking while the queue is empty: a
+//! parked thread needs a thread-local whose destructor glibc registers under the loader's lock,
+//! which a producer holds while a library it is loading allocates (see `sys::queue`). Its own
+//! allocations go through the shim's allocator.
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::path::PathBuf;
@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crossbeam_channel::{Receiver, TryRecvError};
 use memshim_trace::{
     Alloc, EndReason, Event, Free, Map, Module, ModuleUnload, PyCode, PyString, ReallocFailed,
     Record, StackDef, TraceWriter, Unmap,
@@ -32,6 +31,7 @@ use pace::{next_nap, NAP};
 
 use crate::config::Config;
 use crate::record::msg::{Msg, StackedMsg};
+use crate::sys::queue::{Receiver, TryRecvError};
 use crate::writer::output::TraceFile;
 use crate::writer::placement::Placements;
 use crate::{channel, sys::clock};
@@ -51,7 +51,7 @@ pub fn spawn(w: Writer) -> io::Result<()> {
 
 /// The writer's state.
 pub struct Writer {
-    rx: Option<Receiver<Msg>>,
+    rx: Option<Receiver>,
     out: TraceWriter<TraceFile>,
     path: PathBuf,
     cfg: Config,
@@ -73,7 +73,7 @@ pub struct Writer {
 impl Writer {
     /// A writer for `path`, which already holds the header.
     pub fn new(
-        rx: Receiver<Msg>,
+        rx: Receiver,
         out: TraceWriter<TraceFile>,
         path: PathBuf,
         initial_modules: Vec<Module>,
@@ -155,7 +155,7 @@ impl Writer {
             let mut taken = 0;
             // The clock is read once per batch, not per message.
             while matches!(step, Ok(None)) && taken < DRAIN {
-                let Some(rx) = self.rx.as_ref() else { return };
+                let Some(rx) = self.rx.as_mut() else { return };
                 let mut msgs = std::mem::take(&mut self.batch);
                 let ended = batch::take(rx, &mut msgs, &self.out);
                 taken += msgs.len();
