@@ -5,10 +5,12 @@
 //! Python interpreter's DWARF); `memshim run` turns it off there and does it here instead.
 //!
 //! Never: touch a trace that is not whole. A trace whose last frame is torn or which has a corrupt
-//! frame is left exactly as it is (the report symbolizes it offline, as before).
+//! frame is left exactly as it is (the report symbolizes it offline, as before). The one thing cut
+//! from a trace is the zeros after its last frame that a process left when it died with room set
+//! aside past a file-size limit, once every one of them is read to be zero.
 use std::collections::BTreeSet;
 use std::fs::OpenOptions;
-use std::io::{Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -52,9 +54,16 @@ impl AddedBy {
 /// Appends symbols for the addresses the trace does not name yet, with a note saying `by` whom.
 pub fn append(path: &Path, by: AddedBy) -> Result<Appended> {
     let t = replay::replay_with(path, replay::Detail::Symbols)?;
-    let size = std::fs::metadata(path)
+    let mut size = std::fs::metadata(path)
         .with_context(|| format!("cannot read {}", path.display()))?
         .len();
+    if t.unwritten_tail
+        && t.corrupt.is_none()
+        && !t.still_writing
+        && trim_unwritten(path, t.complete_bytes)?
+    {
+        size = t.complete_bytes;
+    }
     let done = |named| Appended {
         named,
         recorded_nothing: t.stacks.is_empty() && t.end.is_some() && !t.truncated,
@@ -94,26 +103,66 @@ pub fn append(path: &Path, by: AddedBy) -> Result<Appended> {
     if symbols.is_empty() {
         return Ok(done(0));
     }
-    let mut file = OpenOptions::new()
+    let file = OpenOptions::new()
         .write(true)
         .open(path)
         .with_context(|| format!("cannot open {} to add symbols", path.display()))?;
-    file.seek(SeekFrom::End(0))
-        .with_context(|| format!("cannot seek in {}", path.display()))?;
-    let mut w = TraceWriter::append(file, Some(3), at)
-        .with_context(|| format!("cannot add symbols to {}", path.display()))?;
-    let at = |record| Event {
-        t: t.last_t,
-        tid: 0,
-        record,
-    };
+    let written = write_symbols(&file, at, t.last_t, &symbols, by);
+    if let Err(e) = written {
+        // A frame cut short (a full disk, a file-size limit) would end the trace torn: the trace
+        // is given back exactly as it was, and the report names its frames offline.
+        file.set_len(size)
+            .with_context(|| format!("cannot cut {} back after: {e:#}", path.display()))?;
+        return Err(e).with_context(|| format!("cannot add symbols to {}", path.display()));
+    }
+    Ok(done(symbols.len()))
+}
+
+/// Appends `symbols` and the note saying `by` whom to `file`, after its last frame.
+fn write_symbols(
+    mut file: &std::fs::File,
+    at: memshim_trace::Resume,
+    t: u64,
+    symbols: &[Symbol],
+    by: AddedBy,
+) -> Result<()> {
+    file.seek(SeekFrom::End(0))?;
+    let mut w = TraceWriter::append(file, Some(3), at)?;
+    let at = |record| Event { t, tid: 0, record };
     for chunk in symbols.chunks(4096) {
         w.push(&at(Record::Symbols(chunk.to_vec())))?;
     }
     w.push(&at(Record::Note(Note {
         text: by.note().into(),
     })))?;
-    w.finish()
-        .with_context(|| format!("cannot add symbols to {}", path.display()))?;
-    Ok(done(symbols.len()))
+    w.finish()?;
+    Ok(())
+}
+
+/// Cuts the trace at `end` when every byte after it is zero (room the shim set aside and never
+/// wrote, see `memshim_trace::TraceReader::unwritten_tail`); false, and the file as it was, when
+/// any is not.
+fn trim_unwritten(path: &Path, end: u64) -> Result<bool> {
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("cannot open {} to cut its unwritten end", path.display()))?;
+    file.seek(SeekFrom::Start(end))
+        .with_context(|| format!("cannot seek in {}", path.display()))?;
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file
+            .read(&mut buf)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        if buf[..n].iter().any(|&b| b != 0) {
+            return Ok(false);
+        }
+    }
+    file.set_len(end)
+        .with_context(|| format!("cannot cut the unwritten end of {}", path.display()))?;
+    Ok(true)
 }

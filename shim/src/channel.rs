@@ -252,11 +252,37 @@ pub(crate) fn trace() -> Option<&'static TraceInfo> {
 /// when it is there. Sent through the same queue as events, so it waits for every event sent
 /// before it, by any thread.
 pub(crate) fn flush_now(timeout: Duration) -> bool {
+    ask_writer(Msg::Flush, timeout)
+}
+
+/// The program is about to limit the size of the files it writes to `limit` bytes: asks the writer
+/// to put what it has on disk and to take the trace's room while the file may still grow, and waits
+/// for it (a second at most: past that, the trace keeps its frames in memory as under any limit).
+pub(crate) fn before_size_limit(limit: u64) {
+    // Room taken once serves every later limit: no second wait for the writer.
+    if ROOM_TAKEN_BY.load(Ordering::Acquire) == sys::getpid() {
+        return;
+    }
+    ask_writer(|seq| Msg::SizeLimit { seq, limit }, Duration::from_secs(1));
+}
+
+/// The process whose trace has taken its room (see `before_size_limit`); a fork child's own trace
+/// has not.
+static ROOM_TAKEN_BY: AtomicU32 = AtomicU32::new(0);
+
+/// For the writer: this process's trace has its room.
+pub(crate) fn room_taken() {
+    ROOM_TAKEN_BY.store(sys::getpid(), Ordering::Release);
+}
+
+/// Sends the writer a request that it answers through `flushed`, and waits for the answer up to
+/// `timeout`; true when it came.
+fn ask_writer(request: impl FnOnce(u64) -> Msg, timeout: Duration) -> bool {
     if trace().is_none() {
         return false;
     }
     let seq = FLUSH_ASKED.fetch_add(1, Ordering::AcqRel) + 1;
-    send(Msg::Flush(seq));
+    send(request(seq));
     sys::doorbell::ring();
     let deadline = clock::monotonic_ns() + timeout.as_nanos() as u64;
     while FLUSHED.load(Ordering::Acquire) < seq {

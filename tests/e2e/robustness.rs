@@ -233,6 +233,69 @@ fn a_full_disk_stops_tracing_but_not_the_program() {
     assert!(size <= 8 << 10, "{size}");
 }
 
+/// A real full disk: the traces go to a tmpfs of 2 MiB (mounted in a mount namespace of the test's
+/// own) and the program writes a trace of several MiB. The program runs on and exits as it would
+/// have; one warning says how much was lost and why; the trace holds its end and the program's last
+/// allocations (the newest frames are the ones the reserved space takes); the report says the disk
+/// filled, counts the missing frames, and its verdict says the trace is incomplete and calls no leak
+/// more than low.
+#[test]
+fn a_full_tmpfs_keeps_the_end_and_the_last_allocations() {
+    let dir = TestDir::new("a_full_tmpfs_keeps_the_end_and_the_last_allocations");
+    let prog = dir.compile("disk_filler.c");
+    let mnt = dir.path("small_disk");
+    std::fs::create_dir_all(&mnt).expect("mount point");
+    let json = dir.path("report.json");
+    let script = r#"mount -t tmpfs -o size=2m memshim-test "$1" || exit 90
+"$2" run --quiet -o "$1/traces" -- "$3"
+status=$?
+"$2" report -f json "$1/traces" > "$4" || exit 91
+ls -l "$1/traces" >&2
+exit $status"#;
+    let out = std::process::Command::new("unshare")
+        .args(["-m", "sh", "-c", script, "sh"])
+        .arg(&mnt)
+        .arg(&artifacts().memshim)
+        .arg(&prog)
+        .arg(&json)
+        .output()
+        .expect("unshare runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "disk_filler: done\n");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("memshim["))
+        .collect();
+    assert_eq!(warnings.len(), 1, "one warning, once: {stderr}");
+    assert!(
+        warnings[0].contains("bytes of its frames (No space left on device"),
+        "{stderr}"
+    );
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(&json).expect("report")).expect("JSON report");
+    let p = process_by_exe(&report, "disk_filler");
+    assert_eq!(p["end"], "exit", "{}", dump(p));
+    assert_eq!(p["truncated"], false, "{}", dump(p));
+    assert!(p["missing_frames"].as_u64() > Some(0), "{}", dump(p));
+    assert!(
+        p["notes"].to_string().contains("No space left on device"),
+        "{}",
+        p["notes"]
+    );
+    assert_eq!(
+        user_summary(p, "host", &["last_leak"]),
+        vec![("last_leak".to_string(), 5000, 5)],
+        "{}",
+        dump(p)
+    );
+    let verdict = report["verdict"].as_array().expect("verdict");
+    assert_eq!(verdict[0]["kind"], "trace_incomplete", "{verdict:?}");
+    for v in verdict.iter().filter(|v| v["kind"] == "leak") {
+        assert_eq!(v["severity"], "low", "{v}");
+    }
+}
+
 #[test]
 fn threads_with_the_smallest_stacks_run_as_they_do_bare() {
     let dir = TestDir::new("small_stacks");

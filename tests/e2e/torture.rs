@@ -2,8 +2,7 @@
 //! and under the shim (`memshim run` and a bare `LD_PRELOAD`), with a deadline so that a hang fails
 //! quickly. Output, exit status and the exact leaks the program's header comment promises must match.
 //!
-//! Tests for behaviours the shim does not survive yet are marked `#[ignore = "issue 16: ..."]`; run
-//! them with `cargo test --release -p memshim-e2e -- torture --ignored`.
+//! None is ignored: a behaviour the shim does not survive is a failing test, not a skipped one.
 
 mod build;
 mod deadline;

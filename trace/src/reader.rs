@@ -39,6 +39,8 @@ pub struct TraceReader<R: Read> {
     offset: u64,
     saw_end: bool,
     torn_bytes: u64,
+    /// The stream ended in zeros where a frame should start (see [`TraceReader::unwritten_tail`]).
+    unwritten_tail: bool,
     at_eof: bool,
     frames: u64,
     names_only: bool,
@@ -130,6 +132,7 @@ impl<R: Read> TraceReader<R> {
             offset: (PREAMBLE_LEN + body.len()) as u64,
             saw_end: false,
             torn_bytes: 0,
+            unwritten_tail: false,
             at_eof: false,
             frees: Default::default(),
             frames: 0,
@@ -171,6 +174,13 @@ impl<R: Read> TraceReader<R> {
     /// Bytes of a torn last frame that were skipped.
     pub fn torn_bytes(&self) -> u64 {
         self.torn_bytes
+    }
+
+    /// True when the stream ended in zeros where a frame should start: room the shim set aside for
+    /// the trace (past a file-size limit the program set) and never wrote, because the process
+    /// ended before the trace was closed. It ends the stream as a torn frame does.
+    pub fn unwritten_tail(&self) -> bool {
+        self.unwritten_tail
     }
 
     /// Bytes of the trace consumed so far (the header and the complete frames read).
@@ -311,6 +321,11 @@ impl<R: Read> TraceReader<R> {
         let mut fixed = [0u8; FRAME_HEADER_LEN];
         let got = read_full(&mut self.input, &mut fixed)?;
         if got == 0 {
+            return Ok(false);
+        }
+        if fixed[..got].iter().all(|&b| b == 0) {
+            // No frame starts with a zero byte: this is space the shim set aside and never wrote.
+            self.unwritten_tail = true;
             return Ok(false);
         }
         if fixed[0] != crate::frame::FRAME_MARKER {

@@ -198,3 +198,37 @@ fn a_compressed_frame_of_millions_of_tiny_events_is_decoded_one_at_a_time() {
     }
     assert_eq!(n, 1_000_000);
 }
+
+/// A process that dies while its trace has room set aside past a file-size limit leaves zeros
+/// after its last frame: they end the stream as a torn frame does, whatever their length, and the
+/// frames before them are read whole.
+#[test]
+fn zeros_where_a_frame_should_start_end_the_trace() {
+    let mut w = TraceWriter::new(Vec::new(), &header(), Some(1)).unwrap();
+    let evs = events_n(40);
+    for ev in evs.iter().take(20) {
+        w.push(ev).unwrap();
+    }
+    w.flush_frame().unwrap();
+    let whole = w.finish().unwrap();
+    let (before, _) = read_all(&whole).unwrap();
+    for zeros in [1, 13, 14, 4096] {
+        let mut bytes = whole.clone();
+        bytes.extend(std::iter::repeat_n(0u8, zeros));
+        let mut r = TraceReader::new(&bytes[..]).unwrap();
+        let mut got = Vec::new();
+        while let Some(ev) = r.next_event().unwrap() {
+            got.push(ev);
+        }
+        assert_eq!(got, before, "{zeros} zeros");
+        assert!(r.unwritten_tail(), "{zeros} zeros");
+        assert!(r.truncated(), "no end record: {zeros} zeros");
+        assert_eq!(r.offset(), whole.len() as u64);
+    }
+    // A zero after a frame marker is damage inside a frame, not the end.
+    let mut bytes = whole.clone();
+    bytes.extend([crate::frame::FRAME_MARKER, 0, 0, 0]);
+    let mut r = TraceReader::new(&bytes[..]).unwrap();
+    while r.next_event().unwrap().is_some() {}
+    assert!(!r.unwritten_tail());
+}

@@ -33,6 +33,8 @@ pub struct TraceWriter<W: Write> {
     compressor: Option<zstd::bulk::Compressor<'static>>,
     /// Live allocations' serials, for frees stored by distance (across frames).
     frees: FreeIndex,
+    /// Frees are stored with their address (see [`TraceWriter::store_frees_by_address`]).
+    frees_by_address: bool,
     /// The format version the frames are written in (older only when appending to an older trace).
     version: u32,
     /// The number of the next frame (version 8).
@@ -86,6 +88,7 @@ impl<W: Write> TraceWriter<W> {
             frame: Vec::new(),
             compressor,
             frees: FreeIndex::default(),
+            frees_by_address: false,
             version: at.version,
             seq: at.next_seq,
             raw_serial: at.next_serial,
@@ -106,7 +109,7 @@ impl<W: Write> TraceWriter<W> {
             (&mut self.raw, &mut self.deltas)
         };
         let (dt, dtid, record) = match self.frees.encode(&event.record) {
-            Some((by_distance, addr)) => {
+            Some((by_distance, addr)) if !self.frees_by_address => {
                 let stored = Event {
                     t: event.t,
                     tid: event.tid,
@@ -116,7 +119,7 @@ impl<W: Write> TraceWriter<W> {
                 deltas.set_addr(addr);
                 coded
             }
-            None => deltas.encode(event),
+            _ => deltas.encode(event),
         };
         codec(u64::MAX)
             .serialize_into(&mut *buf, &WireRef(dt, dtid, &record))
@@ -199,6 +202,13 @@ impl<W: Write> TraceWriter<W> {
             self.flush_frame()?;
         }
         Ok(())
+    }
+
+    /// While `on`, frees are stored with their address instead of by distance (see `serials`), so
+    /// that each frame reads without the frames before it: for a writer whose output is failing,
+    /// which may have to drop older frames. The serials go on being counted either way.
+    pub fn store_frees_by_address(&mut self, on: bool) {
+        self.frees_by_address = on;
     }
 
     /// Bytes encoded but not yet written.

@@ -88,6 +88,7 @@ fn process(pid: u32, argv: &[&str]) -> Process {
         attached_after_s: None,
         end_signal: None,
         dropped_events: 0,
+        missing_frames: 0,
         sampling_bytes: None,
         python: None,
         rank: None,

@@ -121,6 +121,7 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
         counters: Vec::new(),
         numa_calls: Vec::new(),
         complete_bytes: 0,
+        unwritten_tail: false,
         resume: None,
         frame_damage: FrameDamage::default(),
         alloc_cpu: HashMap::default(),
@@ -229,6 +230,7 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
     r.resume = Some(end.resume);
     r.corrupt = end.corrupt;
     r.complete_bytes = end.complete_bytes;
+    r.unwritten_tail = end.unwritten_tail;
     r.truncated = end.truncated || r.corrupt.is_some();
     r.still_writing = r.truncated
         && r.end.is_none()
@@ -262,6 +264,7 @@ struct ReadEnd {
     truncated: bool,
     corrupt: Option<String>,
     complete_bytes: u64,
+    unwritten_tail: bool,
     resume: memshim_trace::Resume,
     damage: FrameDamage,
 }
@@ -285,6 +288,7 @@ fn decode<R: std::io::Read>(
             truncated,
             corrupt,
             complete_bytes: reader.offset(),
+            unwritten_tail: reader.unwritten_tail(),
             resume: reader.resume(),
             damage: FrameDamage {
                 duplicate_frames: reader.duplicate_frames(),

@@ -77,6 +77,9 @@ pub struct Replayed {
     pub counters: Vec<Counter>,
     /// Placement and affinity calls, in order (the first `MAX_NUMA_CALLS`).
     pub numa_calls: Vec<(u64, u32, NumaCall)>,
+    /// The trace ended in zeros where a frame should start: room the shim set aside past a
+    /// file-size limit and never wrote (see [`memshim_trace::TraceReader::unwritten_tail`]).
+    pub unwritten_tail: bool,
     /// Bytes of the trace up to the end of its last complete frame (the file is longer when its last
     /// frame is torn).
     pub complete_bytes: u64,

@@ -152,6 +152,7 @@ fn process(t: &Replayed, ceilings: &[Ceilings], flame: bool) -> Process {
             _ => None,
         }),
         dropped_events: t.dropped,
+        missing_frames: t.frame_damage.missing_frames,
         sampling_bytes: (t.heap.sample_bytes > 0).then_some(t.heap.sample_bytes),
         rank: super::ranks::rank(t),
         role: String::new(),

@@ -32,7 +32,8 @@ pub fn of(kind: &str) -> &'static str {
         | "managed_migrations"
         | "torch_step_growth"
         | "torch_released_growth"
-        | "rank_imbalance" => "medium",
+        | "rank_imbalance"
+        | "trace_incomplete" => "medium",
         "one_node" | "numa_nodes" | "counters_unavailable" | "attached_cuda_unseen" => "info",
         _ => "low",
     }

@@ -164,6 +164,9 @@ fn process(p: &Process) -> Vec<Verdict> {
     if torch {
         v.extend(super::verdict_torch::items(p, SITES_PER_PROCESS));
     }
+    if p.missing_frames > 0 {
+        incomplete(p, &mut v);
+    }
     let capacity_bound = findings(p).any(|f| f.kind == "capacity_bound");
     v.extend(
         findings(p)
@@ -175,6 +178,35 @@ fn process(p: &Process) -> Vec<Verdict> {
             .filter_map(|f| from_finding(f, p.pid, &p.command, &p.trace)),
     );
     v
+}
+
+/// Frames are missing from `p`'s trace: what is live at its end includes blocks freed in them, so
+/// no leak or growth of it is called more than low, each says why, and one item says what is
+/// missing and what to do.
+fn incomplete(p: &Process, v: &mut Vec<Verdict>) {
+    const DOUBT: &str =
+        "; frames are missing from this trace, so some of this may have been freed in them";
+    for x in v.iter_mut() {
+        if matches!(x.kind, "leak" | "mapping_leak" | "held_at_exit" | "growth") {
+            x.severity = "low";
+            x.text.push_str(DOUBT);
+        }
+    }
+    let n = p.missing_frames;
+    let mut missing = item(
+        p,
+        "trace_incomplete",
+        0,
+        None,
+        format!(
+            "{n} frame{} of this trace could not be written (its notes say why): the events in them are not in the figures",
+            plural(n)
+        ),
+        fix("trace_incomplete"),
+    );
+    // What the missing frames held is not known: no amount to rank or print.
+    missing.bytes = None;
+    v.push(missing);
 }
 
 /// The program's own leaked blocks of `c`: bytes, blocks, sites and the largest site's label. In a

@@ -1,5 +1,6 @@
 //! glibc's `syscall`, for what it can do behind the shim's back: release a descriptor the shim keeps
-//! (`SYS_close`, `SYS_dup2`, `SYS_dup3`, `SYS_close_range`, told to `owned_fds`), or make a process.
+//! (`SYS_close`, `SYS_dup2`, `SYS_dup3`, `SYS_close_range`, told to `owned_fds`), limit the size
+//! of files (`SYS_setrlimit`, `SYS_prlimit64`: see `limits`), or make a process.
 //!
 //! Processes made without `fork`: glibc's `syscall` with `SYS_fork`, `SYS_vfork`-free `SYS_clone`
 //! or `SYS_clone3`, and glibc's `clone` wrapper. No `pthread_atfork` handler runs in such a child, so
@@ -39,6 +40,8 @@ pub extern "C" fn syscall(
         libc::SYS_dup2 | libc::SYS_dup3 if a0 != a1 => {
             crate::sys::owned_fds::released(a1 as c_int, a1 as c_int)
         }
+        libc::SYS_setrlimit => super::limits::before(0, a0, a1 as *const libc::rlimit),
+        libc::SYS_prlimit64 if a2 != 0 => super::limits::before(a0, a1, a2 as *const libc::rlimit),
         libc::SYS_close_range if a2 as u32 & libc::CLOSE_RANGE_CLOEXEC == 0 => {
             crate::sys::owned_fds::released(
                 (a0 as u32).min(i32::MAX as u32) as c_int,

@@ -14,6 +14,7 @@ pub(crate) mod dlopen;
 mod exec_list;
 mod fds;
 mod heap;
+mod limits;
 mod mmap;
 mod numa;
 pub(crate) mod process;

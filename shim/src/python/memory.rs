@@ -51,21 +51,7 @@ pub struct Checked;
 impl Checked {
     /// Fills `buf` from `addr`; false unless every byte could be read.
     pub fn read_into(&self, addr: usize, buf: &mut [u8]) -> bool {
-        if addr < 4096 {
-            return false;
-        }
-        let local = libc::iovec {
-            iov_base: buf.as_mut_ptr().cast(),
-            iov_len: buf.len(),
-        };
-        let remote = libc::iovec {
-            iov_base: addr as *mut libc::c_void,
-            iov_len: buf.len(),
-        };
-        // SAFETY: `local` is a writable buffer of the length given; the kernel checks `remote` and
-        // fails with EFAULT instead of faulting when it is not mapped.
-        let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
-        n == buf.len() as isize
+        crate::sys::read_own_memory(addr, buf)
     }
 }
 

@@ -55,6 +55,9 @@ pub enum Msg {
     /// Put everything sent before this on disk now, then say so in `channel::FLUSHED` (the
     /// program asked, through `memshim_flush`).
     Flush(u64),
+    /// As `Flush`, then take the trace's room before the program limits the size of its files to
+    /// `limit` bytes (see `writer::output`).
+    SizeLimit { seq: u64, limit: u64 },
 }
 
 /// A record with a stack (boxed: rarer and larger than heap events, it must not grow every message).

@@ -7,6 +7,7 @@
 pub(crate) mod bootstrap;
 pub(crate) mod clock;
 pub(crate) mod doorbell;
+pub(crate) mod file_room;
 pub(crate) mod global_alloc;
 pub(crate) mod handed_back;
 pub(crate) mod leaked;
@@ -94,20 +95,41 @@ pub fn clock_ticks_per_second() -> u64 {
     unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(0) as u64
 }
 
+/// Fills `buf` from this process's memory at `addr` through `process_vm_readv`, which fails with
+/// `EFAULT` on an unmapped address instead of faulting; false unless every byte could be read.
+pub fn read_own_memory(addr: usize, buf: &mut [u8]) -> bool {
+    if addr < 4096 {
+        return false;
+    }
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: `local` is a writable buffer of the length given; the kernel checks `remote` and
+    // fails with EFAULT instead of faulting when it is not mapped.
+    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    n == buf.len() as isize
+}
+
 /// The page size.
 pub fn page_size() -> u64 {
     // SAFETY: sysconf has no preconditions.
     unsafe { libc::sysconf(libc::_SC_PAGESIZE) as u64 }
 }
 
-/// Creates `path` for writing with mode 0600, refusing to follow or replace anything already there
-/// (`O_EXCL` fails on an existing file or planted symlink, `O_NOFOLLOW` on a symlink).
+/// Creates `path` with mode 0600, refusing to follow or replace anything already there (`O_EXCL`
+/// fails on an existing file or planted symlink, `O_NOFOLLOW` on a symlink). Open for reading too:
+/// past a file-size limit the trace is stored through a mapping, which needs both (`file_room`).
 pub fn create_exclusive(path: &CStr) -> io::Result<OwnedFd> {
     // SAFETY: `path` is NUL-terminated; the flags and mode are plain integers.
     let fd = unsafe {
         libc::open(
             path.as_ptr(),
-            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
             0o600 as libc::c_uint,
         )
     };
@@ -118,13 +140,14 @@ pub fn create_exclusive(path: &CStr) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// Opens an existing file for appending, never following a symlink at its last component.
+/// Opens an existing file for appending (and reading, as `create_exclusive`), never following a
+/// symlink at its last component.
 pub fn open_append(path: &CStr) -> io::Result<OwnedFd> {
     // SAFETY: `path` is NUL-terminated; the flags are plain integers.
     let fd = unsafe {
         libc::open(
             path.as_ptr(),
-            libc::O_WRONLY | libc::O_APPEND | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            libc::O_RDWR | libc::O_APPEND | libc::O_NOFOLLOW | libc::O_CLOEXEC,
         )
     };
     if fd < 0 {

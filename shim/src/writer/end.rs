@@ -81,6 +81,13 @@ impl Writer {
                 })?;
             }
         }
+        if let Some(text) = self.out.get_ref().waiting_note() {
+            self.out.push(&Event {
+                t: clock::monotonic_ns(),
+                tid: 0,
+                record: Record::Note(Note { text }),
+            })?;
+        }
         let t = clock::monotonic_ns();
         for p in self.placements.finish() {
             self.out.push(&Event {

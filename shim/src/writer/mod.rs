@@ -40,6 +40,10 @@ use crate::{channel, sys::clock};
 const FLUSH_EVERY: Duration = Duration::from_millis(100);
 /// A frame is cut when this many encoded bytes are pending.
 const BATCH_BYTES: usize = 1 << 20;
+/// The same while frames wait in memory because the file cannot take them (a full disk): what
+/// lands at the end is the newest frames that the space reserved for it takes, so they must be
+/// small for the last moments to be among them.
+const WAITING_BATCH_BYTES: usize = 64 << 10;
 /// Empty polls in a row after which what is pending goes on disk (see `run`).
 const QUIET_POLLS: u32 = 2;
 /// Messages taken from the queue between looks at the clock (at most a few milliseconds' worth).
@@ -188,9 +192,12 @@ impl Writer {
             };
             let idle = quiet >= QUIET_POLLS && self.out.pending_bytes() > 0;
             let step = step.and_then(|shutdown| {
-                if idle
-                    || self.out.pending_bytes() >= BATCH_BYTES
-                    || last_flush.elapsed() >= FLUSH_EVERY
+                let batch = if self.out.get_ref().has_waiting() {
+                    WAITING_BATCH_BYTES
+                } else {
+                    BATCH_BYTES
+                };
+                if idle || self.out.pending_bytes() >= batch || last_flush.elapsed() >= FLUSH_EVERY
                 {
                     self.flush()?;
                     last_flush = Instant::now();
@@ -341,6 +348,14 @@ impl Writer {
                 channel::flushed(seq);
                 return Ok(None);
             }
+            Msg::SizeLimit { seq, limit } => {
+                self.flush()?;
+                if self.out.get_mut().before_size_limit(limit) {
+                    channel::room_taken();
+                }
+                channel::flushed(seq);
+                return Ok(None);
+            }
         };
         self.out.push(&Event { t, tid, record })?;
         Ok(None)
@@ -456,6 +471,9 @@ impl Writer {
                 record: Record::Dropped(dropped),
             })?;
         }
-        self.out.flush_frame()
+        self.out.flush_frame()?;
+        let waiting = self.out.get_ref().has_waiting();
+        self.out.store_frees_by_address(waiting);
+        Ok(())
     }
 }

@@ -1,5 +1,6 @@
 //! Resource limits the program lives under: RLIMIT_NOFILE of 4 (set by the program, or by its
-//! parent before exec) and an address-space limit with malloc returning NULL.
+//! parent before exec), an address-space limit with malloc returning NULL, and a file-size limit
+//! the program sets on itself.
 use super::build::c;
 use super::harness::{leaks_by_function, Case};
 use crate::report::*;
@@ -86,10 +87,48 @@ fn three_hundred_threads_with_a_descriptor_each_under_a_limit_of_400() {
 /// shim's trace, and the trace (made before the limit, as the shim's constructor runs first) must
 /// still hold everything.
 #[test]
-#[ignore = "issue 16: the trace stops at the program's RLIMIT_FSIZE (64 KiB): truncated, the leak is missing"]
 fn file_size_limit_set_by_the_program() {
     let case = Case::new("fsize", &c("fsize"), &NO_ARGS);
     let bare = case.all();
     assert_eq!(bare.stdout_str(), "wrote 100\n");
     case.assert_leaks("fsize", &["fsize_leak"], &[("fsize_leak", 64, 1)]);
+}
+
+/// The same limit set through the raw system call, and the program killed with SIGKILL long after
+/// its trace passed the limit: the trace (stored into the room it took before the limit, never
+/// closed) is read whole up to the last burst. `memshim run` cuts the room's unwritten rest off; the
+/// preloaded run's trace keeps it, and the reader ends at its zeros.
+#[test]
+fn file_size_limit_then_sigkill() {
+    let case = Case::new("fsize_kill", &c("fsize_kill"), &NO_ARGS);
+    let bare = case.all();
+    assert_eq!(bare.stdout_str(), "burst done\n");
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&bare.status),
+        Some(9)
+    );
+    for report in case.reports() {
+        let p = process_by_exe(&report, "fsize_kill");
+        assert_eq!(p["truncated"], true, "SIGKILL leaves no end: {}", dump(p));
+        assert!(!p["notes"].to_string().contains("corrupt"), "{}", dump(p));
+        // Every call before the kill: the loop, the burst and stdout's buffer.
+        assert_eq!(p["heap"]["allocations"], 303_001, "{}", dump(p));
+        assert_eq!(
+            leaks_by_function(p, &["burst_leak"]),
+            expected(&[("burst_leak", 300_000, 3000)]),
+            "{}",
+            dump(p)
+        );
+    }
+    let size = |dir: &std::path::Path| {
+        let files = crate::util::trace_files(dir);
+        assert_eq!(files.len(), 1, "{files:?}");
+        std::fs::metadata(&files[0]).expect("trace").len()
+    };
+    let run = size(&case.run_traces());
+    assert!(
+        (64 << 10..1 << 20).contains(&run),
+        "memshim run's trace: {run} B"
+    );
+    assert!(size(&case.preload_traces()) >= 1 << 30, "the room stays");
 }

@@ -133,6 +133,9 @@ pub struct Process {
     /// then the signal took its default action.
     pub end_signal: Option<String>,
     pub dropped_events: u64,
+    /// Frames missing between the ones read (the shim could not write them: a full disk, a file-size
+    /// limit): events in them are not in the figures, and blocks freed in them look live.
+    pub missing_frames: u64,
     /// Host stacks were sampled, one per this many bytes on average; null when every stack was taken.
     pub sampling_bytes: Option<u64>,
     /// The CPython interpreter the process ran, if any.

@@ -4,6 +4,7 @@ mod symbols;
 
 mod fds;
 mod heap;
+mod limits;
 mod map;
 mod numa;
 mod process;
@@ -15,6 +16,8 @@ pub use heap::*;
 pub use map::*;
 pub use signals::*;
 // Only the hooks call these, and the hooks are not built for unit tests.
+#[cfg_attr(test, allow(unused_imports))]
+pub use limits::*;
 #[cfg_attr(test, allow(unused_imports))]
 pub use numa::*;
 #[cfg_attr(test, allow(unused_imports))]

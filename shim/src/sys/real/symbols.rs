@@ -143,6 +143,8 @@ symbols! {
     PTHREAD_SETAFFINITY_NP = c"pthread_setaffinity_np";
     UNDERSCORE_EXIT = c"_exit";
     UNDERSCORE_CAPITAL_EXIT = c"_Exit";
+    SETRLIMIT = c"setrlimit";
+    PRLIMIT = c"prlimit";
 }
 
 pub static MBIND: LazySym = LazySym::new(c"mbind");

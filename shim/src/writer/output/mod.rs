@@ -12,6 +12,9 @@ use memshim_trace::FILE_EXTENSION;
 use crate::rank::host_for_file_name;
 use crate::sys;
 
+mod room;
+use room::Room;
+
 /// The trace file. Its descriptor sits high in the table (`sys::move_high`) and is known to
 /// `owned_fds`: a program that closes every descriptor takes it back, and then each frame reopens
 /// the file by its path (append-only, never following a symlink), checks that it is still the file
@@ -25,6 +28,9 @@ use crate::sys;
 /// partly written frame is cut off, so the file always ends on a whole frame; and 1 MiB beyond its
 /// end is kept allocated on the disk, so the last frames (the end record among them) can still be
 /// written when the disk has filled meanwhile.
+///
+/// Before the program limits the size of its files (`RLIMIT_FSIZE`), the trace takes its room
+/// (see `room`): later frames are stored into it through a mapping, which the limit does not stop.
 pub struct TraceFile {
     path: CString,
     held: Option<OwnedFd>,
@@ -36,6 +42,8 @@ pub struct TraceFile {
     /// Frames that could not be written yet, oldest first, and their bytes.
     pending: std::collections::VecDeque<Vec<u8>>,
     pending_bytes: usize,
+    /// Why the oldest waiting frame could not be written (an `errno`).
+    waiting_for: Option<i32>,
     /// Whether descriptors may be kept (the soft `RLIMIT_NOFILE` is not tight).
     spare: bool,
     /// Set for the last writes at the end, which wait for nothing.
@@ -43,6 +51,8 @@ pub struct TraceFile {
     /// The held descriptor was opened again by path after the program had closed the first: the
     /// path is checked before each frame, as each reopening checked it.
     reclaimed: bool,
+    /// Room taken before a file-size limit: frames are stored into it, and the file is this long.
+    room: Option<Room>,
 }
 
 /// Under a tight `RLIMIT_NOFILE` (no descriptor kept, each write opens the file for a moment), frames
@@ -92,10 +102,17 @@ impl TraceFile {
             len: 0,
             pending: Default::default(),
             pending_bytes: 0,
+            waiting_for: None,
             spare,
             at_end: false,
             reclaimed: false,
+            room: None,
         })
+    }
+
+    /// The file's length as it should be on disk: the frames, or the room that holds them.
+    fn file_len(&self) -> u64 {
+        self.room.map_or(self.len, |r| r.end)
     }
 
     fn is_ours(&self, fd: i32) -> bool {
@@ -140,7 +157,7 @@ impl TraceFile {
         };
         let file = File::from(fd);
         match file.metadata() {
-            Ok(m) if m.dev() == self.dev && m.ino() == self.ino && m.len() == self.len => {}
+            Ok(m) if m.dev() == self.dev && m.ino() == self.ino && m.len() == self.file_len() => {}
             _ => return Err(replaced()),
         }
         if self.spare {
@@ -157,6 +174,24 @@ impl TraceFile {
     }
 
     fn write_whole(&mut self, fd: i32, buf: &[u8], held: bool) -> io::Result<()> {
+        // Before the end a frame is written only where the reserve beyond it stays whole: a write
+        // into the reserve would take the space the end's frames need once the disk is full.
+        if !self.at_end {
+            // Only the reserve's new part is asked for: a failed fallocate may give back every
+            // unwritten page of its range (tmpfs does), and the reserve held so far must stay.
+            let from = self.len + RESERVE as u64;
+            if let Err(e) = sys::file_room::allocate(fd, from, buf.len() as u64) {
+                if matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) {
+                    return Err(e);
+                }
+            }
+        }
+        if let Some(room) = self.room {
+            // Nothing is stored when this fails: there is nothing to cut off.
+            room.store(fd, self.len, buf)?;
+            self.len += buf.len() as u64;
+            return Ok(());
+        }
         if let Err(e) = sys::write_all(fd, buf) {
             let _ = sys::truncate(fd, self.len);
             if held {
@@ -191,32 +226,65 @@ impl TraceFile {
         if !may_pass(&e) || self.pending_bytes + buf.len() > MAX_PENDING {
             return Err(e);
         }
+        if self.pending.is_empty() {
+            self.waiting_for = e.raw_os_error();
+        }
         self.pending_bytes += buf.len();
         self.pending.push_back(buf.to_vec());
         Ok(())
     }
 
-    /// At the end: every waiting frame, in order; once the disk proves full, only the last two
-    /// (the last events and the end record, which the reserved space takes), the others counted
-    /// lost (the reader sees the gap in the frames' numbers). Returns the bytes not written and why.
+    /// Whether frames are waiting in memory (the file could not take them): the frames after them
+    /// may be all that lands, so they must read on their own.
+    pub fn has_waiting(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// What the trace should say at its end about frames still waiting then: how many bytes and
+    /// why. The last chance (`finish_pending`) comes after the end is written, so whether they land
+    /// is not known yet; the reader counts the frames that did not.
+    pub fn waiting_note(&self) -> Option<String> {
+        if self.pending_bytes == 0 {
+            return None;
+        }
+        let why = self.waiting_for.map_or_else(
+            || "unknown".into(),
+            |e| io::Error::from_raw_os_error(e).to_string(),
+        );
+        Some(format!(
+            "{} bytes of frames were still waiting to be written when the trace ended, since it \
+             could not be written ({why}); those that did not fit at the end are missing, and \
+             blocks freed in them look live",
+            self.pending_bytes
+        ))
+    }
+
+    /// At the end: every waiting frame, in order; once the disk proves full, only the newest that
+    /// the space left takes (the reserve beyond the end, and what the file system still has), the
+    /// older ones counted lost (the reader sees the gap in the frames' numbers). The newest, since
+    /// the last moments before the end are what a report of a dying program needs most; the last
+    /// frame, the end record's, is always tried. Returns the bytes not written and why.
     fn write_the_rest(&mut self) -> Option<(usize, io::Error)> {
         let mut lost = 0;
         let mut why = None;
-        while let Some(frame) = self.pending.pop_front() {
-            self.pending_bytes -= frame.len();
-            let Err(e) = self.write_now(&frame) else {
-                continue;
-            };
-            lost += frame.len();
-            if matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) {
-                while self.pending.len() > 2 {
-                    if let Some(f) = self.pending.pop_front() {
-                        self.pending_bytes -= f.len();
-                        lost += f.len();
-                    }
+        // Chosen before anything is written: a frame that fails is cut off, and cutting gives back
+        // the reserve beyond the end too.
+        let len = self.len;
+        if let Ok(Some(room)) = self.with_file(|fd, _| Ok(sys::file_room::space_left(fd, len))) {
+            while self.pending.len() > 1 && self.pending_bytes > room as usize {
+                if let Some(f) = self.pending.pop_front() {
+                    self.pending_bytes -= f.len();
+                    lost += f.len();
+                    why = Some(io::Error::from_raw_os_error(libc::ENOSPC));
                 }
             }
-            why = Some(e);
+        }
+        while let Some(frame) = self.pending.pop_front() {
+            self.pending_bytes -= frame.len();
+            if let Err(e) = self.write_now(&frame) {
+                lost += frame.len();
+                why = Some(e);
+            }
         }
         why.map(|e| (lost, e))
     }
@@ -249,7 +317,7 @@ impl TraceFile {
     }
 
     /// Cuts off every frame after `mark` (frames still waiting are dropped, frames on disk are
-    /// truncated away), so that writing goes on from there.
+    /// truncated away, or turned back to zeros in the room), so that writing goes on from there.
     pub fn cut_back(&mut self, mark: FileMark) -> io::Result<()> {
         while self.pending.len() > mark.waiting {
             if let Some(f) = self.pending.pop_back() {
@@ -259,42 +327,81 @@ impl TraceFile {
         if self.len == mark.len {
             return Ok(());
         }
-        match &self.held {
-            Some(fd)
-                if crate::sys::owned_fds::holds(
-                    fd.as_raw_fd(),
-                    crate::sys::owned_fds::Owner::Trace,
-                ) =>
-            {
-                sys::truncate(fd.as_raw_fd(), mark.len)?;
-                sys::reserve_beyond_end(fd.as_raw_fd(), mark.len as i64, RESERVE);
+        let (written, room) = (self.len, self.room);
+        self.with_file(|fd, held| {
+            if let Some(room) = room {
+                room.clear_from(fd, mark.len, written);
+                return Ok(());
             }
-            _ => {
-                let file = File::from(sys::open_append(&self.path)?);
-                match file.metadata() {
-                    Ok(m) if m.dev() == self.dev && m.ino() == self.ino && m.len() == self.len => {}
-                    _ => {
-                        return Err(io::Error::other(
-                            "the trace file was replaced by another file",
-                        ))
-                    }
-                }
-                sys::truncate(file.as_raw_fd(), mark.len)?
+            sys::truncate(fd, mark.len)?;
+            if held {
+                sys::reserve_beyond_end(fd, mark.len as i64, RESERVE);
             }
-        }
+            Ok(())
+        })?;
         self.len = mark.len;
         Ok(())
     }
 
+    /// Runs `f` on the trace's descriptor: the held one while it is still the shim's (`true`), or
+    /// the file opened again by its path for the moment, once checked to be the file the shim
+    /// created at the length it left it.
+    fn with_file<T>(&self, f: impl FnOnce(i32, bool) -> io::Result<T>) -> io::Result<T> {
+        if let Some(fd) = &self.held {
+            let raw = fd.as_raw_fd();
+            if crate::sys::owned_fds::holds(raw, crate::sys::owned_fds::Owner::Trace)
+                && self.is_ours(raw)
+            {
+                return f(raw, true);
+            }
+        }
+        let file = File::from(sys::open_append(&self.path)?);
+        match file.metadata() {
+            Ok(m) if m.dev() == self.dev && m.ino() == self.ino && m.len() == self.file_len() => {}
+            _ => return Err(replaced()),
+        }
+        f(file.as_raw_fd(), false)
+    }
+
+    /// The program is about to limit the size of the files it writes to `limit` bytes: unless the
+    /// trace could not reach that limit for a long while anyway, it takes its room now, while the
+    /// file still may grow (see `room`). What the writer had was put on disk just before. True when
+    /// the trace has its room.
+    pub fn before_size_limit(&mut self, limit: u64) -> bool {
+        if self.room.is_some() {
+            return true;
+        }
+        if limit >= self.len.saturating_add(room::ROOM) {
+            return false;
+        }
+        let len = self.len;
+        if let Ok(Some(room)) = self.with_file(|fd, _| Ok(Room::take(fd, len))) {
+            self.room = Some(room);
+        }
+        self.room.is_some()
+    }
+
+    /// The room is given back: the file is cut to the frames it holds.
+    fn give_back_room(&mut self) {
+        let Some(room) = self.room else { return };
+        let len = self.len;
+        if self.with_file(|fd, _| room.give_back(fd, len)).is_ok() {
+            self.room = None;
+        }
+    }
+
     /// The last chance for what waited, once the end is written: the program is ending, and a
-    /// descriptor or a file size above its soft limits may be had for a moment. Returns the bytes
-    /// that still could not be written, and why.
+    /// descriptor or a file size above its soft limits may be had for a moment. The room, if any,
+    /// is given back. Returns the bytes that still could not be written, and why.
     pub fn finish_pending(&mut self) -> Option<(usize, io::Error)> {
         self.at_end = true;
-        if self.pending.is_empty() {
-            return None;
-        }
-        sys::with_limits_raised(|| self.write_the_rest())
+        let lost = if self.pending.is_empty() {
+            None
+        } else {
+            sys::with_limits_raised(|| self.write_the_rest())
+        };
+        self.give_back_room();
+        lost
     }
 }
 

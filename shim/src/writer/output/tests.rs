@@ -78,3 +78,55 @@ mod reuse {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+mod past_a_size_limit {
+    use super::*;
+
+    /// Past a file-size limit the frames go into the room through a mapping: the file is the room's
+    /// length meanwhile, a cut-back frame reads as zeros, and the end leaves exactly the frames.
+    /// (No limit is set here: it would hold for every test of this process.)
+    #[test]
+    fn frames_stored_in_the_room_read_back_exactly_and_the_end_gives_it_back() {
+        let dir = std::env::temp_dir().join(format!("memshim-room-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (mut f, path) = create(dir.to_str().unwrap(), "/bin/prog", 9, None).unwrap();
+        f.write_all(b"before the limit|").unwrap();
+        assert!(
+            !f.before_size_limit(u64::MAX - 1),
+            "a limit far off needs no room"
+        );
+        assert!(f.before_size_limit(64 << 10));
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert_eq!(len, 17 + room::ROOM);
+        // A frame that crosses a page boundary, and one far past the limit.
+        let big: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8 + 1).collect();
+        f.write_all(&big).unwrap();
+        let mark = f.mark();
+        f.write_all(b"dropped at a failed exec").unwrap();
+        f.cut_back(mark).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(
+            bytes[17 + big.len()..].iter().all(|&b| b == 0),
+            "cut back to zeros"
+        );
+        f.write_all(b"|after").unwrap();
+        assert!(f.before_size_limit(1), "taken once, kept");
+        assert!(f.finish_pending().is_none());
+        let mut want = b"before the limit|".to_vec();
+        want.extend(&big);
+        want.extend(b"|after");
+        assert_eq!(std::fs::read(&path).unwrap(), want);
+        drop(f);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A frame that does not fit in what is left of the room waits in memory, as under any limit.
+    #[test]
+    fn a_frame_past_the_room_is_refused_with_efbig() {
+        let r = room::Room { end: 100 };
+        let e = r.store(-1, 90, &[1; 20]).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EFBIG));
+        assert!(may_pass(&e));
+    }
+}
