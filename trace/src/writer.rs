@@ -153,8 +153,9 @@ impl<W: Write> TraceWriter<W> {
     pub fn push_free(&mut self, t: u64, tid: u32, free: &Free) -> io::Result<()> {
         self.start_event();
         let (dt, dtid) = self.deltas.step(t, tid);
+        // The block leaves the index either way (its serial was counted).
         match self.frees.free(free.addr) {
-            Some(back) => {
+            Some(back) if !self.frees_by_address => {
                 let by_distance = FreeBack {
                     back,
                     realloc: free.realloc,
@@ -165,7 +166,7 @@ impl<W: Write> TraceWriter<W> {
                 }
                 self.deltas.set_addr(free.addr);
             }
-            None => {
+            _ => {
                 let addr = self.deltas.addr(free.addr);
                 match self.columns.as_mut() {
                     Some(columns) => columns.free(dt, dtid, addr, free.realloc),
