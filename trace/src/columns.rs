@@ -349,8 +349,8 @@ mod tests {
             } else if live.len() > 50 && r % 5 < 2 {
                 let addr = live.swap_remove((r as usize / 5) % live.len());
                 Record::Free(Free {
-                    addr: if r % 13 == 0 { addr + 8 } else { addr },
-                    realloc: r % 2 == 0,
+                    addr: if r.is_multiple_of(13) { addr + 8 } else { addr },
+                    realloc: r.is_multiple_of(2),
                 })
             } else {
                 let a = Alloc {
