@@ -174,6 +174,11 @@ fn soft_limit(which: libc::__rlimit_resource_t) -> Option<u64> {
         .filter(|&n| n != libc::RLIM_INFINITY)
 }
 
+/// The soft `RLIMIT_FSIZE`, `None` when it cannot be read or is unlimited.
+pub fn file_size_limit() -> Option<u64> {
+    soft_limit(libc::RLIMIT_FSIZE)
+}
+
 /// The soft `RLIMIT_NOFILE`, `None` when it cannot be read or is unlimited.
 pub fn nofile_limit() -> Option<u64> {
     soft_limit(libc::RLIMIT_NOFILE)
