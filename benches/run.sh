@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Side-by-side overhead benchmark: the malloc-heavy workload bare, under memshim (full stacks; thin
 # sampling of one allocation per 512 KiB, the production mode; and sampling with every event
-# recorded) and under heaptrack, interleaved over ROUNDS rounds; prints one table of ratios against
-# the bare run; then the report at scale side by side with heaptrack_print (benches/report_scale.sh).
+# recorded) and under heaptrack, interleaved over ROUNDS rounds; 1 and 4 threads allocating; a
+# program forking 50 children; Python; prints one table of ratios against the bare runs; then the
+# report at scale side by side with heaptrack_print (benches/report_scale.sh).
 # Usage: bash benches/run.sh   (from the repository root; installs heaptrack from Debian if missing)
-# Environment: ROUNDS (default 3), N (allocations, default 2000000), TORCH_PY (a Python with PyTorch:
-# adds the PyTorch CPU training loop's rows).
+# Environment: ROUNDS (default 3), N (allocations, default 2000000), TN (allocations per thread,
+# default 1000000), TORCH_PY (a Python with PyTorch: adds the PyTorch CPU training loop's rows).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -45,6 +46,25 @@ for r in $(seq "$ROUNDS"); do
         "$M" run -q -o "$work/msa" -- "$work/malloc_heavy" "$N"
     rm -rf "$work/ht"; mkdir -p "$work/ht"
     measure heaptrack heaptrack -o "$work/ht/ht" "$work/malloc_heavy" "$N"
+done
+
+# Threads and processes: benches/threads_alloc.c with 1 and with 4 threads allocating as fast as they
+# can (the ratio to bare should not grow with the threads: they must not serialise on the shim),
+# and benches/fork_children.c forking 50 children one after another, under `memshim run` and under a
+# bare LD_PRELOAD (where each child used to name its frames at exit).
+"${CC:-cc}" -O2 -g -pthread -o "$work/threads_alloc" benches/threads_alloc.c
+"${CC:-cc}" -O2 -g -o "$work/fork_children" benches/fork_children.c
+TN=${TN:-1000000}
+for r in $(seq "$ROUNDS"); do
+    for t in 1 4; do
+        measure "threads$t-bare" "$work/threads_alloc" "$t" "$TN"
+        rm -rf "$work/mt"; measure "threads$t-memshim" "$M" run -q -o "$work/mt" -- "$work/threads_alloc" "$t" "$TN"
+    done
+    measure forks-bare "$work/fork_children" 50
+    rm -rf "$work/mf"; measure forks-memshim "$M" run -q -o "$work/mf" -- "$work/fork_children" 50
+    rm -rf "$work/mfp"; mkdir -p "$work/mfp"
+    measure forks-preload env LD_PRELOAD="$root/target/release/libmemshim.so" MEMSHIM_OUTPUT="$work/mfp" \
+        MEMSHIM_QUIET=1 "$work/fork_children" 50
 done
 
 msfile=$(ls "$work"/ms/*.mshim)
@@ -110,7 +130,10 @@ awk -v n="$N" -v msb="$ms_bytes" -v htb="$ht_bytes" \
 END {
     printf "%-20s %10s %10s %10s %10s\n", "tool", "wall s", "x bare", "cpu s", "x bare"
     for (t in wall) {
-        base = (t ~ /^py-/) ? "py-bare" : "bare"
+        # Each row against the bare run of its group (py-, threads1-, threads4-, forks-), or of
+        # malloc_heavy.
+        g = t; sub(/-.*/, "", g)
+        base = ((g "-bare") in wall) ? g "-bare" : "bare"
         bw = wall[base] / cnt[base]; bc = cpu[base] / cnt[base]
         w = wall[t] / cnt[t]; c = cpu[t] / cnt[t]
         printf "%-20s %10.3f %10.2f %10.3f %10.2f\n", t, w, w / bw, c, (bc > 0 ? c / bc : 0)

@@ -17,11 +17,10 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, O
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use crossbeam_channel::Sender;
-
 use crate::config::Config;
 use crate::record::msg::Msg;
 use crate::sys::leaked::Leaked;
+use crate::sys::queue::{SendError, Sender};
 use crate::sys::{self, clock};
 
 pub(crate) const OFF: u8 = 0;
@@ -48,7 +47,7 @@ pub(crate) struct Session;
 // The statics below are written by the lifecycle (start, fork, exec, end) and read by producers.
 pub(crate) static STATE: AtomicU8 = AtomicU8::new(OFF);
 /// The sending end, leaked on purpose: producers may hold a reference to it at any moment.
-pub(crate) static SENDER: Leaked<Sender<Msg>> = Leaked::none();
+pub(crate) static SENDER: Leaked<Sender> = Leaked::none();
 pub(crate) static OWNER_PID: AtomicU32 = AtomicU32::new(0);
 pub(crate) static DROPPED: AtomicU64 = AtomicU64::new(0);
 static WARNED: AtomicBool = AtomicBool::new(false);
@@ -178,37 +177,43 @@ pub fn config() -> Option<&'static Config> {
     CONFIG.get()
 }
 
-/// Sends a message to the writer, waiting while the channel is full. It never parks on the channel:
-/// crossbeam's parking takes the thread's std handle, which a thread in its TLS destructors no
-/// longer has (a free at thread exit would panic there), and registers a destructor under the
-/// loader's lock; so it naps and tries again. A full channel in a process that is not the trace's
-/// owner is a child made behind the shim's back (an inline `fork` system call): it starts afresh.
+/// Naps of 50 us a process that does not own the trace waits on a full queue before it starts afresh.
+const CHILD_NAPS: u32 = 2000;
+
+/// Sends a message to the writer (see `sys::queue`), waiting while the queue is full. It never parks:
+/// parking takes the thread's std handle, which a thread in its TLS destructors no longer has (a
+/// free at thread exit would panic there), and registers a destructor under the loader's lock; so
+/// it naps and looks again. A queue that stays full in a process that is not the trace's owner is a
+/// child made behind the shim's back (an inline `fork` system call): it starts afresh.
 #[inline]
 pub fn send(msg: Msg) {
     let Some(tx) = SENDER.get() else {
         DROPPED.fetch_add(1, Ordering::Relaxed);
         return;
     };
-    let mut msg = msg;
-    loop {
-        match tx.try_send(msg) {
-            Ok(()) => return,
-            Err(crossbeam_channel::TrySendError::Full(m)) => {
-                if OWNER_PID.load(Ordering::Acquire) != sys::getpid() {
-                    DROPPED.fetch_add(1, Ordering::Relaxed);
-                    contained(<Session as Lifecycle>::restart_in_child);
-                    return;
-                }
-                msg = m;
-                sys::nap_signal_safe(Duration::from_micros(50));
+    // Not the owner: a child made by a raw fork gives up after a while (nobody reads its copy of
+    // the queue), a vfork child sharing the parent's memory (whose writer reads on) gets through.
+    let mut naps = 0u32;
+    let full = || {
+        if OWNER_PID.load(Ordering::Acquire) != sys::getpid() {
+            naps += 1;
+            if naps > CHILD_NAPS {
+                return false;
             }
-            Err(crossbeam_channel::TrySendError::Disconnected(_)) => {
-                // The writer is gone (it failed, or the trace was closed): stop recording.
-                DROPPED.fetch_add(1, Ordering::Relaxed);
-                let _ =
-                    STATE.compare_exchange(RUNNING, STOPPED, Ordering::AcqRel, Ordering::Relaxed);
-                return;
-            }
+        }
+        sys::nap_signal_safe(Duration::from_micros(50));
+        true
+    };
+    match tx.send(msg, full) {
+        Ok(()) => {}
+        Err((SendError::GaveUp, _)) => {
+            DROPPED.fetch_add(1, Ordering::Relaxed);
+            contained(<Session as Lifecycle>::restart_in_child);
+        }
+        Err((SendError::Disconnected, _)) => {
+            // The writer is gone (it failed, or the trace was closed): stop recording.
+            DROPPED.fetch_add(1, Ordering::Relaxed);
+            let _ = STATE.compare_exchange(RUNNING, STOPPED, Ordering::AcqRel, Ordering::Relaxed);
         }
     }
 }

@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use crossbeam_channel::bounded;
 use memshim_trace::{Clock, EndReason, Header, TraceWriter};
 
 use crate::channel::{
@@ -196,16 +195,22 @@ fn open_trace() -> Result<(), String> {
         .map_err(|e| format!("cannot write the trace file {}: {e}", path.display()))?;
     let initial_modules = modules::scan(&exe);
     let python = crate::python::detect(&initial_modules, cfg.python);
-    let (tx, rx) = bounded(CHANNEL_CAPACITY);
+    let (tx, rx) = crate::sys::queue::bounded(CHANNEL_CAPACITY);
     let sampler_tx = tx.clone();
     // Helper threads inherit this mask: they must never take the host's signals.
     let old_mask = sys::block_all_signals();
+    let mut writer_cfg = cfg.clone();
+    if header.forked {
+        // A fork child's frames are its parent's modules: `memshim report` names them offline
+        // unless symbolizing in the child was asked for by name (see `Config::symbolize_forked`).
+        writer_cfg.symbolize = cfg.symbolize_forked;
+    }
     let spawned = writer::spawn(writer::Writer::new(
         rx,
         out,
         path,
         initial_modules,
-        cfg.clone(),
+        writer_cfg,
         pid,
     ))
     .and_then(|()| probes::spawn(sampler_tx, exe, pid));
@@ -248,7 +253,7 @@ pub fn finish(reason: EndReason) -> bool {
             crate::probes::counters::read(),
         )));
     }
-    let (ack_tx, ack_rx) = bounded(1);
+    let (ack_tx, ack_rx) = crossbeam_channel::bounded(1);
     send(Msg::Shutdown {
         reason,
         ack: ack_tx,

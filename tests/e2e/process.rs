@@ -250,3 +250,60 @@ fn frames_are_named_even_after_the_binary_is_deleted() {
         dump(p)
     );
 }
+
+/// The symbol records `memshim info` counts in one trace.
+fn symbol_records(trace: &str) -> u64 {
+    let info = run_ok(memshim_cmd().arg("info").arg(trace));
+    String::from_utf8_lossy(&info.stdout)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("symbols ")?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Under a bare `LD_PRELOAD` the parent names its frames at exit; a fork child leaves its frames,
+/// its parent's modules, to the report (naming them again in every child made a program forking 50
+/// children 30 times slower) unless `MEMSHIM_SYMBOLIZE=1` asks for it by name. The report names
+/// both either way.
+#[test]
+fn a_fork_child_leaves_naming_to_the_report_unless_asked() {
+    let shim = artifacts().memshim.with_file_name("libmemshim.so");
+    for (setting, child_names) in [(None, false), (Some("1"), true)] {
+        let dir = TestDir::new(&format!(
+            "a_fork_child_leaves_naming_to_the_report_{}",
+            setting.unwrap_or("by_default")
+        ));
+        let prog = dir.compile("fork.c");
+        let mut cmd = std::process::Command::new(&prog);
+        cmd.env("LD_PRELOAD", &shim)
+            .env("MEMSHIM_OUTPUT", dir.traces())
+            .env("MEMSHIM_QUIET", "1");
+        if let Some(v) = setting {
+            cmd.env("MEMSHIM_SYMBOLIZE", v);
+        }
+        run_ok(&mut cmd);
+        let report = report_json(&dir.traces());
+        let procs = processes_by_exe(&report, "fork");
+        assert_eq!(procs.len(), 2, "parent and child:\n{}", summary(&report));
+        let (parent, child) = (procs[0], procs[1]);
+        assert_eq!(child["forked"], true, "{}", dump(child));
+        let named = |p: &serde_json::Value| symbol_records(p["trace"].as_str().unwrap_or("")) > 0;
+        assert!(
+            named(parent),
+            "the parent names its frames: {}",
+            dump(parent)
+        );
+        assert_eq!(named(child), child_names, "{setting:?}: {}", dump(child));
+        assert_eq!(
+            user_summary(child, "host", &["child_leak"]),
+            expected(&[("child_leak", 222, 1)]),
+            "\n{}",
+            dump(child)
+        );
+        assert_source_frame(
+            site_with(child, "host", "child_leak"),
+            0,
+            "child_leak",
+            "fork.c",
+        );
+    }
+}

@@ -47,19 +47,32 @@ impl Deltas {
     /// The stored form of `ev`: time difference, thread difference, and the record with its address
     /// replaced by the zig-zagged difference.
     pub fn encode(&mut self, ev: &Event) -> (i64, i64, Record) {
-        // Wrapping differences reinterpreted as i64 round-trip exactly with wrapping_add.
-        let us = ev.t / 1000;
-        let dt = us.wrapping_sub(self.t) as i64;
-        let dtid = i64::from(ev.tid) - i64::from(self.tid);
-        self.t = us;
-        self.tid = ev.tid;
+        let (dt, dtid) = self.step(ev.t, ev.tid);
         let mut record = ev.record.clone();
         if let Some(addr) = addr_of(&mut record) {
-            let d = addr.wrapping_sub(self.addr) as i64;
-            self.addr = *addr;
-            *addr = zig(d);
+            *addr = self.addr(*addr);
         }
         (dt, dtid, record)
+    }
+
+    /// The stored time and thread differences of an event at `t` on `tid`, which become the
+    /// reference for the next.
+    pub fn step(&mut self, t: u64, tid: u32) -> (i64, i64) {
+        // Wrapping differences reinterpreted as i64 round-trip exactly with wrapping_add.
+        let us = t / 1000;
+        let dt = us.wrapping_sub(self.t) as i64;
+        let dtid = i64::from(tid) - i64::from(self.tid);
+        self.t = us;
+        self.tid = tid;
+        (dt, dtid)
+    }
+
+    /// The stored (zig-zagged) difference of a record's address from the previous one, which it
+    /// becomes.
+    pub fn addr(&mut self, addr: u64) -> u64 {
+        let d = addr.wrapping_sub(self.addr) as i64;
+        self.addr = addr;
+        zig(d)
     }
 
     /// Makes `addr` the reference for the next address difference: the address of a free stored by

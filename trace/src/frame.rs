@@ -5,6 +5,7 @@
 //! frame:    0xF7 flags:u8 stored_len:u32 raw_len:u32 crc:u32 [seq:u64 serial:u64] payload[stored_len]
 //!           flags: 1 zstd-compressed; 2 (version 4) names only: stacks, modules, symbols, Python code
 //!           objects and the end, written after the event frame of the same flush
+//!           4 (version 10) the events are in columns (see `columns`)
 //!           seq, serial (version 8): the frame's number in the trace (0, 1, 2, ...) and the number of
 //!           allocations stored before it (see `serials`), so that a reader can tell a duplicated
 //!           frame (a number seen already) and lost ones (a gap) and resume the serials after a gap
@@ -25,6 +26,11 @@ pub const FLAG_ZSTD: u8 = 1;
 /// Frame flag (version 4): the frame holds only records that name things (see
 /// [`Record::names_frames`](crate::Record::names_frames)); every other record is in frames without it.
 pub const FLAG_NAMES: u8 = 2;
+/// Frame flag (version 10): the events are stored in columns (see `columns`), which read back as
+/// the rows of a version 9 frame.
+pub const FLAG_COLUMNS: u8 = 4;
+/// The first format version whose event frames are written in columns.
+pub const COLUMNS_VERSION: u32 = 10;
 /// Bytes of a frame before its payload, up to version 7.
 pub const FRAME_HEADER_LEN: usize = 14;
 /// Bytes of a frame's sequence number and allocation serial (version 8), after the fixed part.
@@ -131,7 +137,7 @@ impl FrameHeader {
             raw_len: u32::from_le_bytes([b[6], b[7], b[8], b[9]]),
             crc: u32::from_le_bytes([b[10], b[11], b[12], b[13]]),
         };
-        if h.flags & !(FLAG_ZSTD | FLAG_NAMES) != 0 {
+        if h.flags & !(FLAG_ZSTD | FLAG_NAMES | FLAG_COLUMNS) != 0 {
             return Err(format!("unknown frame flags 0x{:02x}", h.flags));
         }
         if h.stored_len > MAX_FRAME_LEN || h.raw_len > MAX_FRAME_LEN {

@@ -4,7 +4,10 @@
 //!
 //! Never: panic, hang or allocate without bound, whatever the bytes (see `reader`'s memory bound).
 use crate::error::Error;
-use crate::frame::{frame_crc, FrameHeader, FrameSeq, FLAG_NAMES, FLAG_ZSTD, SEQ_VERSION};
+use crate::frame::{
+    frame_crc, FrameHeader, FrameSeq, COLUMNS_VERSION, FLAG_COLUMNS, FLAG_NAMES, FLAG_ZSTD,
+    SEQ_VERSION,
+};
 use crate::header::{Clock, Header, FORMAT_VERSION};
 use crate::reader::TraceReader;
 use crate::writer::TraceWriter;
@@ -21,7 +24,7 @@ pub fn read_trace(bytes: &[u8]) -> Result<u64, Error> {
 
 /// Reads `input` as one frame's payload: its first byte picks the format version (modulo the
 /// versions known, plus one), whether the payload is zstd-compressed (bit 7) and whether it is a names
-/// frame (bit 6); the rest is the payload. Returns the number of events read.
+/// frame (bit 6; an event frame of version 10 is in columns); the rest is the payload. Returns the number of events read.
 pub fn read_payload(input: &[u8]) -> Result<u64, Error> {
     let Some((&select, payload)) = input.split_first() else {
         return Ok(0);
@@ -54,6 +57,9 @@ pub fn frame_payload(select: u8, payload: &[u8]) -> Vec<u8> {
     let mut flags = 0;
     if select & 0x40 != 0 {
         flags |= FLAG_NAMES;
+    } else if version >= COLUMNS_VERSION {
+        // Event frames of version 10 on are in columns, as writers make them.
+        flags |= FLAG_COLUMNS;
     }
     let compressed;
     let stored = if select & 0x80 != 0 {

@@ -1,8 +1,10 @@
-//! A hand-written decoder for the stored events that make up nearly all of a heap trace: `Alloc`,
-//! `Free` and `FreeBack`. It reads exactly the bytes bincode's varint encoding writes for them (see
-//! `frame::codec`), several times faster than going through serde. Anything else, and anything
-//! malformed, it declines without consuming input, so the caller decodes that event with serde as
-//! before: every other record kind, any kind added later, and every error message stay serde's.
+//! A hand-written codec for the stored events that make up nearly all of a heap trace: `Alloc`,
+//! `Free` and `FreeBack`. It reads and writes exactly the bytes bincode's varint encoding has for
+//! them (see `frame::codec`), several times faster than going through serde: the shim's writer
+//! encodes every heap event with it, and the reader decodes them. Anything else, and anything
+//! malformed, the decoder declines without consuming input, so the caller decodes that event with
+//! serde as before: every other record kind, any kind added later, and every error message stay
+//! serde's.
 use crate::record::{Alloc, AllocFn, Free, FreeBack, Record};
 
 /// bincode's variant indices of the records decoded here (their place in [`Record`]).
@@ -35,6 +37,59 @@ pub fn decode(input: &mut &[u8]) -> Option<(i64, i64, Record)> {
     };
     *input = r.0;
     Some((dt, dtid, record))
+}
+
+/// Appends a stored allocation: time and thread differences, then the record with its address as
+/// the delta coder's difference.
+pub fn encode_alloc(out: &mut Vec<u8>, dt: i64, dtid: i64, a: &Alloc, addr_delta: u64) {
+    put_i64(out, dt);
+    put_i64(out, dtid);
+    put_u64(out, u64::from(ALLOC));
+    put_u64(out, a.func as u64);
+    put_u64(out, addr_delta);
+    put_u64(out, a.size);
+    put_u64(out, u64::from(a.stack));
+}
+
+/// Appends a stored free by address (its difference, as for [`encode_alloc`]).
+pub fn encode_free(out: &mut Vec<u8>, dt: i64, dtid: i64, addr_delta: u64, realloc: bool) {
+    put_i64(out, dt);
+    put_i64(out, dtid);
+    put_u64(out, u64::from(FREE));
+    put_u64(out, addr_delta);
+    out.push(u8::from(realloc));
+}
+
+/// Appends a stored free by allocation distance.
+pub fn encode_free_back(out: &mut Vec<u8>, dt: i64, dtid: i64, f: &FreeBack) {
+    put_i64(out, dt);
+    put_i64(out, dtid);
+    put_u64(out, u64::from(FREE_BACK));
+    put_u64(out, f.back);
+    out.push(u8::from(f.realloc));
+}
+
+/// bincode's varint (see [`Bytes::u64`]).
+#[inline]
+fn put_u64(out: &mut Vec<u8>, v: u64) {
+    if v < 251 {
+        out.push(v as u8);
+    } else if v <= u64::from(u16::MAX) {
+        out.push(251);
+        out.extend_from_slice(&(v as u16).to_le_bytes());
+    } else if v <= u64::from(u32::MAX) {
+        out.push(252);
+        out.extend_from_slice(&(v as u32).to_le_bytes());
+    } else {
+        out.push(253);
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+}
+
+/// Zig-zag over the varint, as bincode stores signed integers.
+#[inline]
+fn put_i64(out: &mut Vec<u8>, v: i64) {
+    put_u64(out, ((v << 1) ^ (v >> 63)) as u64);
 }
 
 /// The allocation function of variant index `i`, in [`AllocFn`]'s order.
@@ -158,6 +213,24 @@ mod tests {
                     .deserialize(&bytes)
                     .expect("decodes");
                 assert_eq!((sdt, sdtid, srecord), (*dt, *dtid, record.clone()));
+            }
+        }
+    }
+
+    #[test]
+    fn writes_every_hot_kind_as_serde_writes_it() {
+        let deltas = [0, 1, -1, 125, -126, i64::MAX, i64::MIN, 1 << 40];
+        for record in hot_records() {
+            for (dt, dtid) in deltas.iter().zip(deltas.iter().rev()) {
+                let mut out = vec![9];
+                match &record {
+                    Record::Alloc(a) => encode_alloc(&mut out, *dt, *dtid, a, a.addr),
+                    Record::Free(f) => encode_free(&mut out, *dt, *dtid, f.addr, f.realloc),
+                    Record::FreeBack(f) => encode_free_back(&mut out, *dt, *dtid, f),
+                    _ => unreachable!("only hot kinds"),
+                }
+                assert_eq!(out[0], 9, "appends");
+                assert_eq!(out[1..], stored(*dt, *dtid, &record), "{record:?}");
             }
         }
     }

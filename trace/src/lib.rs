@@ -18,6 +18,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod columns;
 mod delta;
 mod error;
 mod frame;
@@ -26,6 +27,7 @@ mod header;
 mod hot;
 mod reader;
 mod record;
+mod serial_table;
 mod serials;
 mod writer;
 

@@ -15,8 +15,9 @@ use bincode::Options;
 use crate::delta::Deltas;
 use crate::error::Error;
 use crate::frame::{
-    codec, frame_crc, FrameHeader, FrameSeq, WireOwned, WireV1, FLAG_NAMES, FLAG_ZSTD,
-    FRAME_HEADER_LEN, FRAME_SEQ_LEN, MAX_FRAME_LEN, MAX_RECORD_BYTES, PREAMBLE_LEN, SEQ_VERSION,
+    codec, frame_crc, FrameHeader, FrameSeq, WireOwned, WireV1, FLAG_COLUMNS, FLAG_NAMES,
+    FLAG_ZSTD, FRAME_HEADER_LEN, FRAME_SEQ_LEN, MAX_FRAME_LEN, MAX_RECORD_BYTES, PREAMBLE_LEN,
+    SEQ_VERSION,
 };
 use crate::header::{Header, FORMAT_VERSION, MAGIC};
 use crate::record::{Event, Record};
@@ -399,6 +400,17 @@ impl<R: Read> TraceReader<R> {
             }
         } else {
             std::mem::swap(&mut self.frame.raw, &mut self.stored);
+        }
+        if fh.flags & FLAG_COLUMNS != 0 {
+            // Read back as the rows a version 9 frame holds (see `columns`).
+            self.stored.clear();
+            let rows =
+                crate::columns::to_rows(&self.frame.raw, &mut self.stored, MAX_FRAME_LEN as usize);
+            std::mem::swap(&mut self.frame.raw, &mut self.stored);
+            if let Err(why) = rows {
+                self.frame.raw.clear();
+                return Err(corrupt(format!("its columns do not decode: {why}")));
+            }
         }
         self.frame.start = start;
         self.frame.deltas = Deltas::default();

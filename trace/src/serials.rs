@@ -13,9 +13,8 @@
 //! writer no longer refers to (a block freed by a plain free, an address allocated again without a
 //! free seen) just age out of the ring.
 
-use rustc_hash::FxHashMap as HashMap;
-
 use crate::record::{Free, FreeBack, Record};
+use crate::serial_table::SerialTable;
 
 /// The most live allocations indexed: the writer's map lives in the traced process.
 pub const MAX_LIVE: usize = 2 << 20;
@@ -27,7 +26,7 @@ pub const WINDOW: u64 = 1 << 20;
 #[derive(Default, Debug)]
 pub struct FreeIndex {
     next: u64,
-    by_addr: HashMap<u64, u64>,
+    by_addr: SerialTable,
 }
 
 impl FreeIndex {
@@ -41,29 +40,38 @@ impl FreeIndex {
     pub fn encode(&mut self, record: &Record) -> Option<(Record, u64)> {
         match record {
             Record::Alloc(a) => {
-                // Indexed while the map has room, or in place of a block at the same address whose
-                // free was never seen.
-                if self.by_addr.len() < MAX_LIVE || self.by_addr.contains_key(&a.addr) {
-                    self.by_addr.insert(a.addr, self.next);
-                }
-                self.next += 1;
+                self.alloc(a.addr);
                 None
             }
-            Record::Free(f) => {
-                let serial = self.by_addr.remove(&f.addr)?;
-                if self.next - serial > WINDOW {
-                    return None;
-                }
-                Some((
-                    Record::FreeBack(FreeBack {
-                        back: self.next - serial,
-                        realloc: f.realloc,
-                    }),
-                    f.addr,
-                ))
-            }
+            Record::Free(f) => Some((
+                Record::FreeBack(FreeBack {
+                    back: self.free(f.addr)?,
+                    realloc: f.realloc,
+                }),
+                f.addr,
+            )),
             _ => None,
         }
+    }
+
+    /// Notes an allocation at `addr`. It is indexed while the table has room, or in place of a
+    /// block at the same address whose free was never seen.
+    pub fn alloc(&mut self, addr: u64) {
+        self.by_addr.set(addr, self.next, MAX_LIVE);
+        self.next += 1;
+    }
+
+    /// A free of `addr`: how many allocations back its block was made, when it is indexed and
+    /// within the window (it is then stored by distance), or `None` (stored by address).
+    pub fn free(&mut self, addr: u64) -> Option<u64> {
+        let serial = self.by_addr.remove(addr)?;
+        let back = self.next - serial;
+        (back <= WINDOW).then_some(back)
+    }
+
+    /// Where the lookup of `addr` starts (see [`SerialTable::home_slot`]).
+    pub fn home_slot(&self, addr: u64) -> &(u64, u64) {
+        self.by_addr.home_slot(addr)
     }
 }
 

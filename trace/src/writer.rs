@@ -3,14 +3,17 @@ use std::io::{self, Write};
 
 use bincode::Options;
 
+use crate::columns::{self, Columns};
 use crate::delta::Deltas;
 use crate::frame::{
-    codec, frame_crc, FrameHeader, FrameSeq, WireRef, FLAG_NAMES, FLAG_ZSTD, MAX_FRAME_LEN,
-    SEQ_VERSION,
+    codec, frame_crc, FrameHeader, FrameSeq, WireRef, COLUMNS_VERSION, FLAG_COLUMNS, FLAG_NAMES,
+    FLAG_ZSTD, MAX_FRAME_LEN, SEQ_VERSION,
 };
 use crate::header::{Header, FORMAT_VERSION, MAGIC};
+use crate::hot;
 use crate::reader::Resume;
-use crate::record::Event;
+use crate::record::{Alloc, Event, Free, Record};
+use crate::record::FreeBack;
 use crate::serials::FreeIndex;
 
 /// Encodes events into frames and writes each frame whole with a single `write_all`.
@@ -20,7 +23,10 @@ use crate::serials::FreeIndex;
 pub struct TraceWriter<W: Write> {
     out: W,
     /// Pending events, and pending naming records (each with its own delta state, one frame each).
+    /// Since version 10 the events are gathered in `columns` and `raw` only holds the row of the
+    /// record being added.
     raw: Vec<u8>,
+    columns: Option<Columns>,
     deltas: Deltas,
     names: Vec<u8>,
     name_deltas: Deltas,
@@ -76,6 +82,7 @@ impl<W: Write> TraceWriter<W> {
         Ok(TraceWriter {
             out,
             raw: Vec::with_capacity(1 << 16),
+            columns: (at.version >= COLUMNS_VERSION).then(Columns::default),
             deltas: Deltas::default(),
             names: Vec::new(),
             name_deltas: Deltas::default(),
@@ -91,9 +98,12 @@ impl<W: Write> TraceWriter<W> {
 
     /// Appends one event to the current frame (a naming record to the current names frame).
     pub fn push(&mut self, event: &Event) -> io::Result<()> {
-        if self.raw.is_empty() {
-            self.raw_serial = self.frees.next_serial();
+        match &event.record {
+            Record::Alloc(a) => return self.push_alloc(event.t, event.tid, a),
+            Record::Free(f) => return self.push_free(event.t, event.tid, f),
+            _ => {}
         }
+        self.start_event();
         let (buf, deltas) = if event.record.names_frames() {
             (&mut self.names, &mut self.name_deltas)
         } else {
@@ -115,7 +125,82 @@ impl<W: Write> TraceWriter<W> {
         codec(u64::MAX)
             .serialize_into(&mut *buf, &WireRef(dt, dtid, &record))
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-        if buf.len() as u64 >= u64::from(MAX_FRAME_LEN) / 2 {
+        let len = buf.len();
+        match self.columns.as_mut() {
+            Some(columns) if !event.record.names_frames() => {
+                columns.other(&self.raw);
+                self.raw.clear();
+                self.end_event(0)
+            }
+            _ => self.end_event(len),
+        }
+    }
+
+    /// Appends a heap allocation: the same bytes as [`TraceWriter::push`] of its
+    /// [`Record::Alloc`](crate::Record::Alloc), written without serde (the shim's hot path).
+    pub fn push_alloc(&mut self, t: u64, tid: u32, alloc: &Alloc) -> io::Result<()> {
+        self.start_event();
+        self.frees.alloc(alloc.addr);
+        let (dt, dtid) = self.deltas.step(t, tid);
+        let addr = self.deltas.addr(alloc.addr);
+        match self.columns.as_mut() {
+            Some(columns) => columns.alloc(dt, dtid, alloc, addr),
+            None => hot::encode_alloc(&mut self.raw, dt, dtid, alloc, addr),
+        }
+        self.end_event(self.raw.len())
+    }
+
+    /// Appends a heap free, as [`TraceWriter::push_alloc`] does an allocation.
+    pub fn push_free(&mut self, t: u64, tid: u32, free: &Free) -> io::Result<()> {
+        self.start_event();
+        let (dt, dtid) = self.deltas.step(t, tid);
+        // The block leaves the index either way (its serial was counted).
+        match self.frees.free(free.addr) {
+            Some(back) if !self.frees_by_address => {
+                let by_distance = FreeBack {
+                    back,
+                    realloc: free.realloc,
+                };
+                match self.columns.as_mut() {
+                    Some(columns) => columns.free_back(dt, dtid, &by_distance),
+                    None => hot::encode_free_back(&mut self.raw, dt, dtid, &by_distance),
+                }
+                self.deltas.set_addr(free.addr);
+            }
+            _ => {
+                let addr = self.deltas.addr(free.addr);
+                match self.columns.as_mut() {
+                    Some(columns) => columns.free(dt, dtid, addr, free.realloc),
+                    None => hot::encode_free(&mut self.raw, dt, dtid, addr, free.realloc),
+                }
+            }
+        }
+        self.end_event(self.raw.len())
+    }
+
+    /// The memory that a coming [`TraceWriter::push_alloc`] or [`TraceWriter::push_free`] of `addr`
+    /// reads first (an entry of the table of live allocations, which is larger than the cache): for
+    /// the caller to prefetch while it has other events to encode, so that the misses overlap.
+    pub fn lookup_of(&self, addr: u64) -> &impl Sized {
+        self.frees.home_slot(addr)
+    }
+
+    fn start_event(&mut self) {
+        if self.raw.is_empty() && self.columns.as_ref().is_none_or(|c| c.events() == 0) {
+            self.raw_serial = self.frees.next_serial();
+        }
+    }
+
+    /// Cuts the frame once the buffer an event went to holds `len` bytes, half the most a frame
+    /// may hold, or once the columns hold as many events or bytes as a frame may (the rows a reader
+    /// rebuilds from them stay within a frame's bound: see `columns::MAX_EVENTS`).
+    fn end_event(&mut self, len: usize) -> io::Result<()> {
+        let half = u64::from(MAX_FRAME_LEN) / 2;
+        let columns_full = self
+            .columns
+            .as_ref()
+            .is_some_and(|c| c.events() >= columns::MAX_EVENTS || c.len() as u64 >= half);
+        if columns_full || len as u64 >= half {
             self.flush_frame()?;
         }
         Ok(())
@@ -130,14 +215,23 @@ impl<W: Write> TraceWriter<W> {
 
     /// Bytes encoded but not yet written.
     pub fn pending_bytes(&self) -> usize {
-        self.raw.len() + self.names.len()
+        self.raw.len() + self.columns.as_ref().map_or(0, Columns::len) + self.names.len()
     }
 
     /// Writes the pending events as one frame and then the pending naming records as another (so the
     /// end record stays last), each only if there is any.
     pub fn flush_frame(&mut self) -> io::Result<()> {
-        let raw = std::mem::take(&mut self.raw);
-        self.write_frame(&raw, 0, self.raw_serial)?;
+        let mut raw = std::mem::take(&mut self.raw);
+        let kind = match self.columns.as_mut() {
+            Some(columns) if columns.events() > 0 => {
+                raw.clear();
+                columns.write(&mut raw);
+                columns.clear();
+                FLAG_COLUMNS
+            }
+            _ => 0,
+        };
+        self.write_frame(&raw, kind, self.raw_serial)?;
         self.raw = raw;
         self.raw.clear();
         self.deltas.reset();
@@ -206,7 +300,7 @@ impl<W: Write> TraceWriter<W> {
     /// frame carries `next` again. Nothing may be pending, and the frames taken back must hold no
     /// allocations or frees.
     pub fn take_back_frames(&mut self, next: u64) {
-        debug_assert!(self.raw.is_empty() && self.names.is_empty());
+        debug_assert!(self.pending_bytes() == 0);
         self.seq = next.min(self.seq);
     }
 

@@ -4,11 +4,10 @@
 use std::io;
 use std::time::Duration;
 
-use crossbeam_channel::Sender;
-
 use super::events;
 use crate::record::msg::Msg;
 use crate::sys;
+use crate::sys::queue::Sender;
 use crate::sys::threads::send_unparked;
 
 /// How long to wait between rounds while copies are in flight, and while none are.
@@ -16,7 +15,7 @@ const BUSY: Duration = Duration::from_millis(1);
 const IDLE: Duration = Duration::from_millis(10);
 
 /// Starts the poller thread for the process `pid`.
-pub fn spawn(tx: Sender<Msg>, pid: u32) -> io::Result<()> {
+pub fn spawn(tx: Sender, pid: u32) -> io::Result<()> {
     crate::sys::threads::spawn(c"memshim-events", move || loop {
         let mut open = true;
         let in_flight = events::poll(|r| open &= send_unparked(&tx, Msg::Record(r)));

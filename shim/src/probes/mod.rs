@@ -15,18 +15,17 @@ pub(crate) mod topology;
 use std::io;
 use std::time::Duration;
 
-use crossbeam_channel::Sender;
-
 use memshim_trace::Record;
 
 use crate::record::msg::Msg;
 use crate::sys;
+use crate::sys::queue::Sender;
 use crate::sys::threads::send_unparked;
 
 const PERIOD: Duration = Duration::from_millis(100);
 
 /// Starts the sampler thread for the process `pid`.
-pub fn spawn(tx: Sender<Msg>, exe: String, pid: u32) -> io::Result<()> {
+pub fn spawn(tx: Sender, exe: String, pid: u32) -> io::Result<()> {
     let seen = modules::counters();
     // Read here, on the thread starting the trace (before the program's main runs): in the new
     // thread its opens would race the program's first ones for the lowest free numbers.

@@ -13,7 +13,9 @@ pub(crate) mod handed_back;
 pub(crate) mod leaked;
 pub(crate) mod own_heap;
 pub(crate) mod owned_fds;
+pub(crate) mod prefetch;
 pub(crate) mod proc_file;
+pub(crate) mod queue;
 pub(crate) mod real;
 pub(crate) mod threads;
 
@@ -170,6 +172,11 @@ fn soft_limit(which: libc::__rlimit_resource_t) -> Option<u64> {
     rlimit(which)
         .map(|r| r.rlim_cur)
         .filter(|&n| n != libc::RLIM_INFINITY)
+}
+
+/// The soft `RLIMIT_FSIZE`, `None` when it cannot be read or is unlimited.
+pub fn file_size_limit() -> Option<u64> {
+    soft_limit(libc::RLIMIT_FSIZE)
 }
 
 /// The soft `RLIMIT_NOFILE`, `None` when it cannot be read or is unlimited.

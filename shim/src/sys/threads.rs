@@ -13,9 +13,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use crossbeam_channel::{Sender, TrySendError};
-
 use crate::record::msg::Msg;
+use crate::sys::queue::Sender;
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
@@ -121,19 +120,14 @@ pub fn spawn(name: &CStr, job: impl FnOnce() + Send + 'static) -> io::Result<()>
     Ok(())
 }
 
-/// Sends from one of the shim's helper threads without ever parking on the channel: crossbeam parks
-/// a blocked sender through a thread-local whose destructor glibc registers under the loader's
-/// lock, and a program thread that holds that lock (loading a library) may be waiting on what this
-/// thread does. While the channel is full it naps and tries again; false once the writer is gone.
-pub fn send_unparked(tx: &Sender<Msg>, mut msg: Msg) -> bool {
-    loop {
-        match tx.try_send(msg) {
-            Ok(()) => return true,
-            Err(TrySendError::Full(m)) => {
-                msg = m;
-                std::thread::sleep(Duration::from_micros(200));
-            }
-            Err(TrySendError::Disconnected(_)) => return false,
-        }
-    }
+/// Sends from one of the shim's helper threads without ever parking on the queue: a parked thread
+/// needs a thread-local whose destructor glibc registers under the loader's lock, and a program
+/// thread that holds that lock (loading a library) may be waiting on what this thread does. While
+/// the queue is full it naps and tries again; false once the writer is gone.
+pub fn send_unparked(tx: &Sender, msg: Msg) -> bool {
+    tx.send(msg, || {
+        std::thread::sleep(Duration::from_micros(200));
+        true
+    })
+    .is_ok()
 }

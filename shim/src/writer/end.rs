@@ -4,11 +4,11 @@
 use std::io;
 use std::time::Duration;
 
-use crossbeam_channel::TryRecvError;
 use memshim_trace::{End, EndReason, Event, Note, Record};
 
 use super::Writer;
 use crate::record::msg::Msg;
+use crate::sys::queue::TryRecvError;
 use crate::{channel, sys::clock, writer::symbolize};
 
 /// Time allowed for in-process symbolization at exit.
@@ -36,7 +36,7 @@ impl Writer {
     fn drain_and_end(&mut self, reason: EndReason) -> io::Result<()> {
         // At exec the queue is kept: an exec that fails goes on in this trace (see `exec`).
         let keep_queue = matches!(reason, EndReason::Exec);
-        if let Some(rx) = self.rx.take() {
+        if let Some(mut rx) = self.rx.take() {
             // At a signal, producers have stopped; what they sent before is all there is.
             loop {
                 match rx.try_recv() {

@@ -3,10 +3,10 @@
 //! most what had not reached the writer yet, or the last 100 ms of a flood.
 //!
 //! Never: call into the loader (`dl_iterate_phdr`, `dlsym`) while producers may be waiting on it, or
-//! block on anything a producer could hold. That includes blocking on the channel: crossbeam parks a
-//! blocked receiver through a thread-local whose destructor glibc registers under the loader's lock,
-//! which a producer holds while a library it is loading allocates. Its own allocations go through
-//! the shim's allocator.
+//! block on anything a producer could hold. That includes parking while the queue is empty: a
+//! parked thread needs a thread-local whose destructor glibc registers under the loader's lock,
+//! which a producer holds while a library it is loading allocates (see `sys::queue`). Its own
+//! allocations go through the shim's allocator.
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::path::PathBuf;
@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crossbeam_channel::{Receiver, TryRecvError};
 use memshim_trace::{
     Alloc, EndReason, Event, Free, Map, Module, ModuleUnload, PyCode, PyString, ReallocFailed,
     Record, StackDef, TraceWriter, Unmap,
 };
 
+mod batch;
 mod end;
 mod exec;
 pub(crate) mod output;
@@ -31,6 +31,7 @@ use pace::{next_nap, DRAIN, NAP};
 
 use crate::config::Config;
 use crate::record::msg::{Msg, StackedMsg};
+use crate::sys::queue::{Receiver, TryRecvError};
 use crate::writer::output::TraceFile;
 use crate::writer::placement::Placements;
 use crate::{channel, sys::clock};
@@ -52,7 +53,7 @@ pub fn spawn(w: Writer) -> io::Result<()> {
 
 /// The writer's state.
 pub struct Writer {
-    rx: Option<Receiver<Msg>>,
+    rx: Option<Receiver>,
     out: TraceWriter<TraceFile>,
     path: PathBuf,
     cfg: Config,
@@ -64,6 +65,8 @@ pub struct Writer {
     py_strings: HashMap<Box<str>, u32>,
     dropped_written: u64,
     placements: Placements,
+    /// The messages being handled (see `batch`), kept to reuse its memory.
+    batch: Vec<Msg>,
     /// Where the trace stood before the end written at an exec (see `exec`): the file's end and
     /// the next frame's number.
     exec_mark: Option<(output::ending::FileMark, u64)>,
@@ -72,7 +75,7 @@ pub struct Writer {
 impl Writer {
     /// A writer for `path`, which already holds the header.
     pub fn new(
-        rx: Receiver<Msg>,
+        rx: Receiver,
         out: TraceWriter<TraceFile>,
         path: PathBuf,
         initial_modules: Vec<Module>,
@@ -91,6 +94,7 @@ impl Writer {
             py_strings: HashMap::new(),
             dropped_written: 0,
             placements: Placements::default(),
+            batch: Vec::with_capacity(batch::BATCH),
             exec_mark: None,
         };
         let topology = w.out.push(&Event {
@@ -153,18 +157,25 @@ impl Writer {
             let mut taken = 0;
             // The clock is read once per batch, not per message.
             while matches!(step, Ok(None)) && taken < DRAIN {
-                let Some(rx) = self.rx.as_ref() else { return };
-                match rx.try_recv() {
+                let Some(rx) = self.rx.as_mut() else { return };
+                let mut msgs = std::mem::take(&mut self.batch);
+                let ended = batch::take(rx, &mut msgs, &self.out);
+                taken += msgs.len();
+                for msg in msgs.drain(..) {
                     // Each message may need memory: none more once the heap ran dry.
-                    Ok(_) if crate::sys::own_heap::exhausted() => {
+                    if crate::sys::own_heap::exhausted() {
                         channel::count_dropped(1);
-                        break;
+                    } else if matches!(step, Ok(None)) {
+                        step = self.handle(msg);
                     }
-                    Ok(msg) => step = self.handle(msg),
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => return,
                 }
-                taken += 1;
+                self.batch = msgs;
+                match ended {
+                    _ if crate::sys::own_heap::exhausted() => break,
+                    Some(TryRecvError::Empty) => break,
+                    Some(TryRecvError::Disconnected) => return,
+                    None => {}
+                }
             }
             nap = next_nap(nap, taken);
             // Two polls in a row that found nothing after events came: the program paused (or is
@@ -232,16 +243,14 @@ impl Writer {
                 if self.cfg.placement_bytes > 0 && size >= self.cfg.placement_bytes {
                     self.placements.alloc(addr, size, t);
                 }
-                (
-                    t,
-                    tid,
-                    Record::Alloc(Alloc {
-                        func,
-                        addr,
-                        size,
-                        stack,
-                    }),
-                )
+                let alloc = Alloc {
+                    func,
+                    addr,
+                    size,
+                    stack,
+                };
+                self.out.push_alloc(t, tid, &alloc)?;
+                return Ok(None);
             }
             Msg::Free {
                 t,
@@ -250,7 +259,8 @@ impl Writer {
                 realloc,
             } => {
                 self.placement_freed(addr, t)?;
-                (t, tid, Record::Free(Free { addr, realloc }))
+                self.out.push_free(t, tid, &Free { addr, realloc })?;
+                return Ok(None);
             }
             Msg::ReallocFailed { t, tid, addr } => {
                 (t, tid, Record::ReallocFailed(ReallocFailed { addr }))
@@ -285,12 +295,15 @@ impl Writer {
                 }
                 entry.1 = true;
                 let id = entry.0;
-                self.addresses.extend(
-                    frames
-                        .iter()
-                        .copied()
-                        .filter(|&f| f & memshim_trace::PYTHON_FRAME == 0),
-                );
+                // Kept only for naming them at exit.
+                if self.cfg.symbolize {
+                    self.addresses.extend(
+                        frames
+                            .iter()
+                            .copied()
+                            .filter(|&f| f & memshim_trace::PYTHON_FRAME == 0),
+                    );
+                }
                 let def = StackDef {
                     id,
                     frames: frames.into_vec(),

@@ -129,12 +129,30 @@ impl TraceFile {
         // Chosen before anything is written: a frame that fails is cut off, and cutting gives back
         // the reserve beyond the end too.
         let len = self.len;
-        if let Ok(Some(room)) = self.with_file(|fd, _| Ok(sys::file_room::space_left(fd, len))) {
+        let disk = self
+            .with_file(|fd, _| Ok(sys::file_room::space_left(fd, len)))
+            .ok()
+            .flatten();
+        // Without a room of its own the file is also held to the size limit (raised to the hard
+        // one here): frames written in order up to it each fill the space left, the end record
+        // after them found none.
+        let limit = self
+            .room
+            .is_none()
+            .then(sys::file_size_limit)
+            .flatten()
+            .map(|l| l.saturating_sub(len));
+        let (room, errno) = match (disk, limit) {
+            (Some(d), Some(l)) if l < d => (Some(l), libc::EFBIG),
+            (None, Some(l)) => (Some(l), libc::EFBIG),
+            (d, _) => (d, libc::ENOSPC),
+        };
+        if let Some(room) = room {
             while self.pending.len() > 1 && self.pending_bytes > room as usize {
                 if let Some(f) = self.pending.pop_front() {
                     self.pending_bytes -= f.len();
                     lost += f.len();
-                    why = Some(io::Error::from_raw_os_error(libc::ENOSPC));
+                    why = Some(io::Error::from_raw_os_error(errno));
                 }
             }
         }
