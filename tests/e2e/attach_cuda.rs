@@ -1,7 +1,7 @@
-//! `memshim attach` to a process that had the CUDA driver loaded: the trace cannot see the driver
-//! calls made after attach (the runtime fetched its entry points long before), and the report says
-//! so instead of showing an empty device section; PyTorch's allocator, already loaded, gets its
-//! trace tracker at attach, so the tensors allocated after attach are seen.
+//! `memshim attach` to a process that had the CUDA driver loaded. With no CUPTI to be found, the
+//! trace cannot see the driver calls made after attach (the runtime fetched its entry points long
+//! before), and the report says why instead of showing an empty device section. PyTorch's allocator,
+//! already loaded, gets its trace tracker at attach, so the tensors allocated after attach are seen.
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -50,8 +50,9 @@ fn attached_with_the_cuda_driver_loaded_the_report_says_what_it_cannot_see() {
     assert_eq!(unseen.len(), 1, "{}", dump(p));
     assert_eq!(unseen[0]["severity"], "info");
     let text = unseen[0]["text"].as_str().expect("its text");
+    // No libcupti where the process or memshim would look: what could not be used, and why.
     assert!(
-        text.starts_with("the CUDA driver was loaded when memshim attached, and its memory calls and copies after attach are not in this trace"),
+        text.starts_with("the CUDA driver was loaded when memshim attached, and its memory calls and copies after attach are not in this trace: CUPTI's driver callbacks, which see them, could not be used: libcupti.so was not found (set MEMSHIM_CUPTI_LIB to its path"),
         "{text}"
     );
     // The first screen says it too.
@@ -131,20 +132,29 @@ fn attached_to_a_pytorch_program_its_tensors_after_attach_are_seen() {
         "{}",
         dump(p)
     );
-    // The driver's calls stay unseen, and the report says so; the tensors are not in that list.
-    let unseen: Vec<&str> = p["device"]["findings"]
+    // The stand-in libcupti is on the library path: the allocator's one driver allocation after
+    // attach (a 20 MiB segment for the three tensors) is seen through CUPTI's callbacks, from the
+    // allocator's own frame, and the 2 MiB segment from before attach is the starting point.
+    let d = &p["device"];
+    assert_eq!(
+        (d["allocations"].as_u64(), d["live_bytes"].as_u64()),
+        (Some(1), Some(20 << 20)),
+        "{d}"
+    );
+    let segment = &sites(p, "device")[0];
+    assert_eq!(
+        functions(segment).first().copied(),
+        Some("standin::Allocator::malloc(unsigned long)"),
+        "{segment}"
+    );
+    let start: Vec<&Value> = d["findings"]
         .as_array()
         .expect("device findings")
         .iter()
-        .filter(|f| f["kind"] == "attached_cuda_unseen")
-        .filter_map(|f| f["text"].as_str())
+        .filter(|f| f["kind"] == "attached_cuda_start")
         .collect();
-    assert_eq!(unseen.len(), 1, "{}", dump(p));
-    assert!(
-        unseen[0].contains("so device memory and copies are not shown"),
-        "{}",
-        unseen[0]
-    );
+    assert_eq!(start.len(), 1, "{d}");
+    assert_eq!(start[0]["bytes"], 2 << 20, "{}", start[0]);
     let site = &held["sites"][0];
     let frames = crate::python::python_frames(site);
     assert_eq!(

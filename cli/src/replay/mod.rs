@@ -93,6 +93,7 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
         header: reader.header().clone(),
         end: None,
         attached: None,
+        attached_cuda: None,
         truncated: false,
         still_writing: false,
         corrupt: None,

@@ -31,6 +31,9 @@ pub struct Replayed {
     pub end: Option<End>,
     /// Set when the shim was attached to the running process (`memshim attach`).
     pub attached: Option<memshim_trace::Attached>,
+    /// Attached with the CUDA driver loaded: whether its calls after attach are seen, and the
+    /// device memory in use at attach.
+    pub attached_cuda: Option<memshim_trace::AttachedCuda>,
     /// True when the trace ends without its End record or with a torn frame.
     pub truncated: bool,
     /// True when it has no end because its writer is still running (see `live_writer`).

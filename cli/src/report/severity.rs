@@ -33,7 +33,11 @@ pub fn of(kind: &str) -> &'static str {
         | "torch_step_growth"
         | "torch_released_growth"
         | "rank_imbalance" => "medium",
-        "one_node" | "numa_nodes" | "counters_unavailable" | "attached_cuda_unseen" => "info",
+        "one_node"
+        | "numa_nodes"
+        | "counters_unavailable"
+        | "attached_cuda_unseen"
+        | "attached_cuda_start" => "info",
         _ => "low",
     }
 }

@@ -9,13 +9,17 @@
 //! `dlopen` and `dlsym` are redirected too, and the new objects' slots are rewritten at the
 //! program's next `dlsym` (see `crate::hooks::dlopen`), the moment it reaches into what it opened.
 //!
-//! PyTorch's allocator, already loaded at attach, is reached from the inside by a thread of its own
-//! (`watch_torch`): no driver allocation, its usual moment, reaches the shim after attach. A
-//! libc10_cuda loaded after attach is not looked for.
+//! With the CUDA driver loaded, its calls after attach are seen through CUPTI's callbacks (see
+//! `crate::cuda::attached`): the runtime fetched the driver's pointers long before, past the shim.
+//!
+//! PyTorch's allocator, loaded at attach or later, is reached from the inside by a thread of its
+//! own (`watch_torch`): a driver allocation, its usual moment, reaches the shim after attach only
+//! through CUPTI, which another tool may hold. One loaded after attach is looked for when a library
+//! opened after attach is rebound (`crate::hooks::dlopen`).
 //!
 //! What is not seen after attach, the trace says (`Record::Attached`): blocks allocated before (their
-//! frees are counted apart by the reader), CUDA (its pointers were fetched long before), NUMA and
-//! affinity calls, and what libraries opened after attach allocate while they load.
+//! frees are counted apart by the reader), NUMA and affinity calls, and what libraries opened after
+//! attach allocate while they load; what of CUDA, `Record::AttachedCuda` says.
 //!
 //! Never: start twice, or run on a traced call's path (it takes the loader's lock).
 pub mod got;
@@ -45,10 +49,12 @@ pub mod code {
 }
 
 static ATTACHED: AtomicBool = AtomicBool::new(false);
+static TORCH_WATCHED: AtomicBool = AtomicBool::new(false);
 static DETACHED: AtomicBool = AtomicBool::new(false);
 
-/// What attaching does not redirect, for the trace and the report.
-const UNSEEN: &str = "blocks allocated before attach, CUDA calls, NUMA and affinity calls, and what libraries opened after attach allocate while they load";
+/// What attaching does not redirect, for the trace and the report (CUDA's part is
+/// `Record::AttachedCuda`'s to say).
+const UNSEEN: &str = "blocks allocated before attach, NUMA and affinity calls, and what libraries opened after attach allocate while they load";
 
 /// True while the shim is attached (between a successful [`attach`] and [`detach`]).
 pub fn attached() -> bool {
@@ -79,8 +85,33 @@ pub fn attach(settings: &str, targets: impl FnOnce() -> Vec<got::Target>, own: u
         modules: done.modules,
         unseen: UNSEEN.to_string(),
     }))));
-    watch_torch();
+    let modules = crate::probes::modules::scan("");
+    if modules
+        .iter()
+        .any(|m| file_name(&m.path).starts_with("libcuda.so"))
+    {
+        crate::cuda::attached::start();
+    }
+    if modules.iter().any(|m| m.path.ends_with("/libc10_cuda.so")) {
+        watch_torch();
+    }
     code::OK
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// A library opened after attach was rebound: PyTorch's CUDA library may have come with it.
+pub fn after_rebind() {
+    if attached() && !crate::torch::decided() {
+        let loaded = crate::probes::modules::scan("")
+            .iter()
+            .any(|m| m.path.ends_with("/libc10_cuda.so"));
+        if loaded {
+            watch_torch();
+        }
+    }
 }
 
 /// How often PyTorch's allocator is looked for while attached.
@@ -92,13 +123,11 @@ const TORCH_LOOK: std::time::Duration = std::time::Duration::from_millis(100);
 /// that allocator with its lock held; and not on a helper thread, whose allocations come from the
 /// shim's own heap: the allocator's copy of the tracker must come from the C library's, which the
 /// allocator frees into after detach.
+///
+/// Started once, and only in a process that has PyTorch's CUDA library loaded: the thread's own
+/// start (the standard library's thread-local storage) allocates through the program's heap.
 fn watch_torch() {
-    // Only in a process that has PyTorch's CUDA library loaded: the thread's own start (the
-    // standard library's thread-local storage) allocates through the program's heap.
-    let loaded = crate::probes::modules::scan("")
-        .iter()
-        .any(|m| m.path.ends_with("/libc10_cuda.so"));
-    if !loaded {
+    if TORCH_WATCHED.swap(true, Ordering::AcqRel) {
         return;
     }
     // Like the helper threads, it never takes the program's signals.
@@ -126,6 +155,7 @@ pub fn detach() -> i32 {
     if !ATTACHED.load(Ordering::Acquire) || DETACHED.swap(true, Ordering::AcqRel) {
         return code::NOT_ATTACHED;
     }
+    crate::cuda::attached::stop();
     got::restore();
     session::finish(EndReason::Detached);
     code::OK

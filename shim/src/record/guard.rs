@@ -23,6 +23,9 @@ const UNKNOWN_STACK: usize = 1;
 const INSIDE: usize = 1;
 /// Marks one of the shim's own threads: inside the shim for good.
 const HELPER: usize = 2;
+/// Marks "inside the shim" on a program thread that the CUDA driver called back (CUPTI): the
+/// driver's own frames sit between the shim's and the program's.
+const FROM_DRIVER: usize = 3;
 
 /// Creates the keys; returns false when the process has none left (the shim then records nothing).
 pub fn init() -> bool {
@@ -79,6 +82,25 @@ pub fn enter() -> Option<Guard> {
     }
     set(key, INSIDE);
     Some(Guard(key))
+}
+
+/// As [`enter`], on a program thread the CUDA driver calls back from inside one of its functions
+/// (CUPTI's callbacks): stacks captured while the guard is held leave out the driver's frames at
+/// their top (see `stacks::capture`), as the wrappers' stacks have none.
+#[inline]
+pub fn enter_from_driver() -> Option<Guard> {
+    let g = enter()?;
+    if g.0 != NO_KEY {
+        set(g.0, FROM_DRIVER);
+    }
+    Some(g)
+}
+
+/// True inside [`enter_from_driver`]'s guard.
+#[inline]
+pub fn from_driver() -> bool {
+    let key = IN_SHIM.load(Ordering::Acquire);
+    key != NO_KEY && get(key) == FROM_DRIVER
 }
 
 /// True when this thread is inside the shim or is one of its own threads: a cheaper question than

@@ -1,0 +1,100 @@
+//! CUDA in a process the shim was attached to (`memshim attach`) with the CUDA driver loaded. The
+//! CUDA runtime fetched the driver's entry points long before, past the shim, so no wrapper ever
+//! sees its calls; CUPTI's driver-API callbacks do (`subscriber`, `calls`), on the calling thread,
+//! with its stack. What was in use before is read once as the starting point (`baseline`), and a
+//! [`memshim_trace::AttachedCuda`] record says both: what is seen (or precisely why not) and how
+//! much device memory was in use at attach.
+//!
+//! All of it runs on a thread of its own, started at attach: not on the thread the attach holds,
+//! which may have stopped inside the driver with one of its locks held; and not on a helper thread
+//! of the shim's, whose allocations come from the shim's own heap while CUPTI's must stay the C
+//! library's (CUPTI frees them after detach). The attach waits for it a moment
+//! ([`READY_WAIT`]), so the program's calls right after attach are seen.
+//!
+//! Never: subscribe twice, or leave the subscription behind at detach.
+pub mod baseline;
+pub mod calls;
+pub mod subscriber;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use memshim_trace::{AttachedCuda, Record};
+
+use crate::record::msg::Msg;
+use crate::{channel, sys};
+
+static STARTED: AtomicBool = AtomicBool::new(false);
+static READY: AtomicBool = AtomicBool::new(false);
+
+/// How long the attach waits for the subscription before it lets the program go on.
+pub const READY_WAIT: Duration = Duration::from_secs(2);
+
+/// Starts seeing the driver's calls (see the module note) and waits a moment for it.
+pub fn start() {
+    if STARTED.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let Some(cfg) = channel::config() else {
+        return;
+    };
+    let lib = cfg.cupti_lib.clone();
+    let cuda_on = cfg.cuda;
+    // Like the helper threads, it never takes the program's signals.
+    let old_mask = sys::block_all_signals();
+    let spawned = std::thread::Builder::new()
+        .name("memshim-cupti".into())
+        .spawn(move || {
+            crate::record::recorder::lifecycle(|| {
+                let devices = baseline::read(sys::getpid());
+                let seen = if cuda_on {
+                    subscriber::subscribe(lib.as_deref())
+                } else {
+                    Err("MEMSHIM_CUDA=0 turned CUDA recording off".to_string())
+                };
+                // Said in the trace (and the report), not in the program's stderr: the program's
+                // output is its own, and seeing less is not a failure of the trace.
+                let (seen, detail) = match seen {
+                    Ok(what) => (true, what),
+                    Err(why) => (false, why),
+                };
+                channel::send(Msg::Record(Record::AttachedCuda(Box::new(AttachedCuda {
+                    seen,
+                    detail,
+                    devices,
+                }))));
+            });
+            READY.store(true, Ordering::Release);
+        });
+    sys::restore_signals(&old_mask);
+    if let Err(e) = spawned {
+        channel::warn(&format!(
+            "cannot start the thread that subscribes to CUPTI ({e}): the CUDA driver's calls after attach are not seen"
+        ));
+        return;
+    }
+    let until = Instant::now() + READY_WAIT;
+    while !READY.load(Ordering::Acquire) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Stops the callbacks (at detach, before the trace closes).
+pub fn stop() {
+    subscriber::unsubscribe();
+}
+
+/// Tells stack capture which code is the driver's and CUPTI's: a callback's stack starts inside
+/// them, above the program's frames (see `guard::enter_from_driver`).
+fn mark_driver_code() {
+    let ranges: Vec<(usize, usize)> = crate::probes::modules::scan("")
+        .iter()
+        .filter(|m| {
+            let file = m.path.rsplit('/').next().unwrap_or(&m.path);
+            file.starts_with("libcuda.so") || file.starts_with("libcupti")
+        })
+        .flat_map(|m| m.segments.iter().filter(|s| s.exec))
+        .map(|s| (s.start as usize, (s.start + s.len) as usize))
+        .collect();
+    crate::record::stacks::set_driver_ranges(&ranges);
+}
