@@ -64,7 +64,7 @@ fn start() {
         HEAP_ON.store(false, Ordering::Relaxed);
         return;
     }
-    if !crate::record::guard::init() {
+    if !crate::record::guard::init(crate::channel::LATE.load(Ordering::Acquire)) {
         HEAP_ON.store(false, Ordering::Relaxed);
         warn("no thread-specific keys are left in this process; this process is not traced");
         return;
@@ -199,7 +199,7 @@ fn open_trace() -> Result<(), String> {
     let (tx, rx) = bounded(CHANNEL_CAPACITY);
     let sampler_tx = tx.clone();
     // Helper threads inherit this mask: they must never take the host's signals.
-    let old_mask = sys::block_all_signals();
+    let old_mask = sys::block_signals_but_faults();
     let spawned = writer::spawn(writer::Writer::new(
         rx,
         out,

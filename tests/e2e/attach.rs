@@ -200,6 +200,35 @@ fn attach_to_a_running_c_program_sees_what_it_allocates_then_lets_it_end_as_alon
 }
 
 #[test]
+fn attach_to_a_program_that_used_its_first_32_thread_keys_traces_its_running_threads() {
+    let dir = TestDir::new("attach_many_keys_build");
+    let prog: PathBuf = dir.compile_with(
+        "attach_many_keys.c",
+        "attach_many_keys",
+        &["-g", "-O0", "-pthread"],
+    );
+    let Some((p, _dir)) = attached_run(
+        "attach_many_keys",
+        || Command::new(&prog),
+        "attach_many_keys: ready",
+    ) else {
+        return;
+    };
+    check_attached(&p);
+    let kept = site_with(&p, "host", "keep_block");
+    let (bytes, n) = bytes_count(kept);
+    assert!(n >= 10, "{} turns: {}", n, dump(&p));
+    assert_eq!(bytes, 111 * n, "{}", dump(&p));
+    // The threads running at attach allocate a block and free it every millisecond: traced.
+    let frees = p["heap"]["frees"].as_u64().expect("frees");
+    assert!(
+        frees >= 3 * n,
+        "{frees} frees against {n} turns: {}",
+        dump(&p)
+    );
+}
+
+#[test]
 fn attach_to_a_running_python_program_sees_its_python_frames() {
     let python = crate::python::interpreters()
         .into_iter()

@@ -106,6 +106,9 @@ fn attached_the_driver_s_calls_after_attach_are_seen_through_cupti() {
     let Some((p, dir)) = attached_copies("attach_cupti_seen", &[]) else {
         return;
     };
+    // The program allocates nothing on the heap after attach: nothing memshim does (its threads,
+    // CUPTI, the driver's own work inside a call) is charged to it.
+    assert_eq!(p["heap"]["allocations"], 0, "{}", dump(&p));
     let d = &p["device"];
     assert_eq!(d["seen"], true, "{d}");
     // keep_device's two blocks and scratch_device's one; the free of the 3 MiB from before attach

@@ -117,31 +117,26 @@ pub fn after_rebind() {
 /// How often PyTorch's allocator is looked for while attached.
 const TORCH_LOOK: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// Attached, no driver allocation reaches the shim (the runtime fetched its pointers before), so
-/// PyTorch's allocator (see `crate::torch`) is looked for by a thread of its own until it is found
-/// and decided, or the shim detaches. Not on the thread memshim attach holds, which may be inside
-/// that allocator with its lock held; and not on a helper thread, whose allocations come from the
-/// shim's own heap: the allocator's copy of the tracker must come from the C library's, which the
-/// allocator frees into after detach.
+/// Attached, a driver allocation, where PyTorch's allocator is usually found (see `crate::torch`),
+/// reaches the shim only through CUPTI, which another tool may hold; so the allocator is also looked
+/// for by a thread of its own until it is found and decided, or the shim detaches. Not on the thread
+/// memshim attach holds, which may be inside that allocator with its lock held; and not on a helper
+/// thread, whose allocations come from the shim's own heap: the allocator's copy of the tracker must
+/// come from the C library's, which the allocator frees into after detach.
 ///
-/// Started once, and only in a process that has PyTorch's CUDA library loaded: the thread's own
-/// start (the standard library's thread-local storage) allocates through the program's heap.
+/// Started once, and only in a process that has PyTorch's CUDA library loaded.
 fn watch_torch() {
     if TORCH_WATCHED.swap(true, Ordering::AcqRel) {
         return;
     }
     // Like the helper threads, it never takes the program's signals.
-    let old_mask = sys::block_all_signals();
-    let spawned = std::thread::Builder::new()
-        .name("memshim-torch".into())
-        .spawn(|| {
-            while attached() && !crate::torch::decided() {
-                if let Some(_inside) = crate::record::guard::enter() {
-                    crate::torch::on_driver_alloc();
-                }
-                std::thread::sleep(TORCH_LOOK);
-            }
-        });
+    let old_mask = sys::block_signals_but_faults();
+    let spawned = sys::threads::spawn_inside(c"memshim-torch", || {
+        while attached() && !crate::torch::decided() {
+            crate::torch::on_driver_alloc();
+            std::thread::sleep(TORCH_LOOK);
+        }
+    });
     sys::restore_signals(&old_mask);
     if let Err(e) = spawned {
         channel::warn(&format!(

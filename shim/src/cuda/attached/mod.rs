@@ -41,31 +41,33 @@ pub fn start() {
     let lib = cfg.cupti_lib.clone();
     let cuda_on = cfg.cuda;
     // Like the helper threads, it never takes the program's signals.
-    let old_mask = sys::block_all_signals();
-    let spawned = std::thread::Builder::new()
-        .name("memshim-cupti".into())
-        .spawn(move || {
-            crate::record::recorder::lifecycle(|| {
-                let devices = baseline::read(sys::getpid());
-                let seen = if cuda_on {
-                    subscriber::subscribe(lib.as_deref())
-                } else {
-                    Err("MEMSHIM_CUDA=0 turned CUDA recording off".to_string())
-                };
-                // Said in the trace (and the report), not in the program's stderr: the program's
-                // output is its own, and seeing less is not a failure of the trace.
-                let (seen, detail) = match seen {
-                    Ok(what) => (true, what),
-                    Err(why) => (false, why),
-                };
-                channel::send(Msg::Record(Record::AttachedCuda(Box::new(AttachedCuda {
-                    seen,
-                    detail,
-                    devices,
-                }))));
-            });
-            READY.store(true, Ordering::Release);
-        });
+    let old_mask = sys::block_signals_but_faults();
+    let spawned = sys::threads::spawn_inside(c"memshim-cupti", move || {
+        // With CUDA recording off the driver is not touched at all.
+        let (devices, seen) = if cuda_on {
+            (
+                baseline::read(sys::getpid()),
+                subscriber::subscribe(lib.as_deref()),
+            )
+        } else {
+            (
+                Vec::new(),
+                Err("MEMSHIM_CUDA=0 turned CUDA recording off".to_string()),
+            )
+        };
+        // Said in the trace (and the report), not in the program's stderr: the program's output
+        // is its own, and seeing less is not a failure of the trace.
+        let (seen, detail) = match seen {
+            Ok(what) => (true, what),
+            Err(why) => (false, why),
+        };
+        channel::send(Msg::Record(Record::AttachedCuda(Box::new(AttachedCuda {
+            seen,
+            detail,
+            devices,
+        }))));
+        READY.store(true, Ordering::Release);
+    });
     sys::restore_signals(&old_mask);
     if let Err(e) = spawned {
         channel::warn(&format!(
