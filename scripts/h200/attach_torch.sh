@@ -141,7 +141,7 @@ diagnose_end() {
 }
 
 {
-    echo "== $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader); $(python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)')"
+    echo "== $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader); kernel $(uname -r); $(python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)')"
     [ "${CRASH_BT:-0}" = 1 ] && crash_bt
     [ "${DIAGNOSE:-0}" = 1 ] && diagnose_start
     if [ -n "${VARIANTS:-}" ]; then
