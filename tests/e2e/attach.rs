@@ -71,6 +71,55 @@ impl Running {
     }
 }
 
+/// Attaches to `running` (memshim's environment plus `env`), makes the `go` file in `cwd`, waits
+/// for the program's line `done`, and detaches with Ctrl-C. False (with the reason printed) when
+/// this machine does not let memshim ptrace another process.
+pub(crate) fn attached_until(
+    running: &mut Running,
+    traces: &Path,
+    cwd: &Path,
+    env: &[(&str, &str)],
+    done: &str,
+) -> bool {
+    let mut attach = memshim_cmd();
+    attach
+        .arg("attach")
+        .arg(running.pid().to_string())
+        .arg("-o")
+        .arg(traces)
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        attach.env(k, v);
+    }
+    hermetic(&mut attach);
+    let mut attach = attach.spawn().expect("memshim attach starts");
+    let mut said = BufReader::new(attach.stderr.take().expect("piped stderr"));
+    let mut line = String::new();
+    said.read_line(&mut line)
+        .expect("memshim attach's first line");
+    if !line.contains("attached to process") {
+        let _ = attach.wait();
+        assert!(line.contains("cannot trace process"), "{line}");
+        println!("skipped: memshim may not ptrace another process here: {line}");
+        return false;
+    }
+    std::fs::write(cwd.join("go"), b"").expect("create the go file");
+    assert_eq!(running.next_line(), format!("{done}\n"));
+    let sent = Command::new("kill")
+        .args(["-INT", &attach.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    let mut rest = String::new();
+    said.read_to_string(&mut rest)
+        .expect("memshim attach's stderr");
+    assert!(
+        attach.wait().expect("memshim attach ends").success(),
+        "{line}{rest}"
+    );
+    true
+}
+
 /// Runs `cmd` in `cwd` from start to end with nothing attached: what it does on its own.
 fn bare(cmd: &mut Command, ready: &str, cwd: &Path) -> (Option<i32>, String, String) {
     let r = Running::start(cmd.current_dir(cwd), ready);

@@ -4,12 +4,11 @@
 //! driver's functions, as the real CUPTI does). The report holds exactly the device allocations and
 //! copies made after attach, with their sites, and the device memory in use at attach; when CUPTI
 //! is held by another subscriber, it says precisely that and what it could not see.
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
-use crate::attach::Running;
+use crate::attach::{attached_until, Running};
 use crate::report::*;
 use crate::util::*;
 
@@ -24,40 +23,16 @@ fn attached_copies(name: &str, env: &[(&str, &str)]) -> Option<(Value, TestDir)>
         cmd.env(k, v);
     }
     let mut running = Running::start(&mut cmd, "attach_copies: ready");
-    let mut attach = memshim_cmd();
-    attach
-        .arg("attach")
-        .arg(running.pid().to_string())
-        .arg("-o")
-        .arg(dir.traces())
-        .stderr(Stdio::piped());
-    hermetic(&mut attach);
-    let mut attach = attach.spawn().expect("memshim attach starts");
-    let mut said = BufReader::new(attach.stderr.take().expect("piped stderr"));
-    let mut line = String::new();
-    said.read_line(&mut line)
-        .expect("memshim attach's first line");
-    if !line.contains("attached to process") {
-        let _ = attach.wait();
+    if !attached_until(
+        &mut running,
+        &dir.traces(),
+        &dir.root,
+        &[],
+        "attach_copies: done",
+    ) {
         let _ = running.finish(&dir.root);
-        assert!(line.contains("cannot trace process"), "{line}");
-        println!("skipped: memshim may not ptrace another process here: {line}");
         return None;
     }
-    std::fs::write(dir.path("go"), b"").expect("create the go file");
-    assert_eq!(running.next_line(), "attach_copies: done\n");
-    let sent = Command::new("kill")
-        .args(["-INT", &attach.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(sent.success());
-    let mut rest = String::new();
-    said.read_to_string(&mut rest)
-        .expect("memshim attach's stderr");
-    assert!(
-        attach.wait().expect("memshim attach ends").success(),
-        "{line}{rest}"
-    );
     let (status, out, err) = running.finish(&dir.root);
     assert_eq!(status, Some(0), "{out}{err}");
     // Nothing of memshim's reaches the program's own output.
@@ -197,7 +172,7 @@ fn attached_while_another_tool_holds_cupti_the_report_says_what_it_could_not_see
     let unseen = finding(&p, "attached_cuda_unseen");
     let text = unseen["text"].as_str().expect("its text");
     assert!(
-        text.starts_with("the CUDA driver was loaded when memshim attached, and its memory calls and copies after attach are not in this trace: CUPTI's driver callbacks, which see them, could not be used: cuptiSubscribe failed: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (another tool holds CUPTI's callbacks")
+        text.starts_with("memshim was attached to a process with the CUDA driver loaded, and the driver's memory calls and copies after attach are not in this trace: CUPTI's driver callbacks, which see them, could not be used: cuptiSubscribe failed: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (another tool holds CUPTI's callbacks")
             && text.contains("so device memory, copies and pinned host memory are not shown")
             && text.ends_with("3.0 MiB were already allocated at attach: 3.0 MiB on GPU 0 (in use on the device by every process, by cuMemGetInfo, of 80.0 GiB)"),
         "{text}"

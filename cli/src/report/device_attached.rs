@@ -47,7 +47,7 @@ pub fn finding(t: &Replayed) -> Option<Finding> {
             .to_string(),
     };
     let mut text = format!(
-        "the CUDA driver was loaded when memshim attached, and its memory calls and copies after attach are not in this trace: {why}; so {what} are not shown (trace the program from its start with memshim run to see them)"
+        "memshim was attached to a process with the CUDA driver loaded, and the driver's memory calls and copies after attach are not in this trace: {why}; so {what} are not shown (trace the program from its start with memshim run to see them)"
     );
     if let Some(s) = start {
         text.push_str(&format!("; {s}"));
@@ -63,7 +63,7 @@ pub fn finding(t: &Replayed) -> Option<Finding> {
 
 fn seen(a: &AttachedCuda, start: Option<String>, bytes: Option<u64>) -> Finding {
     let mut text = format!(
-        "memshim attached with the CUDA driver loaded and sees the driver's memory calls and copies after attach through CUPTI's callbacks ({})",
+        "memshim was attached to a process with the CUDA driver loaded and sees the driver's memory calls and copies after attach through CUPTI's callbacks ({})",
         a.detail
     );
     match start {

@@ -14,8 +14,9 @@
 //!
 //! PyTorch's allocator, loaded at attach or later, is reached from the inside by a thread of its
 //! own (`watch_torch`): a driver allocation, its usual moment, reaches the shim after attach only
-//! through CUPTI, which another tool may hold. One loaded after attach is looked for when a library
-//! opened after attach is rebound (`crate::hooks::dlopen`).
+//! through CUPTI, which another tool may hold. One loaded after attach, and a CUDA driver loaded
+//! after attach, are looked for when a library opened after attach is rebound
+//! (`crate::hooks::dlopen`).
 //!
 //! What is not seen after attach, the trace says (`Record::Attached`): blocks allocated before (their
 //! frees are counted apart by the reader), NUMA and affinity calls, and what libraries opened after
@@ -90,7 +91,7 @@ pub fn attach(settings: &str, targets: impl FnOnce() -> Vec<got::Target>, own: u
         .iter()
         .any(|m| file_name(&m.path).starts_with("libcuda.so"))
     {
-        crate::cuda::attached::start();
+        crate::cuda::attached::start(true);
     }
     if modules.iter().any(|m| m.path.ends_with("/libc10_cuda.so")) {
         watch_torch();
@@ -102,15 +103,24 @@ fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
-/// A library opened after attach was rebound: PyTorch's CUDA library may have come with it.
+/// A library opened after attach was rebound: the CUDA driver or PyTorch's CUDA library may have
+/// come with it.
 pub fn after_rebind() {
-    if attached() && !crate::torch::decided() {
-        let loaded = crate::probes::modules::scan("")
+    let cuda_to_see = !crate::cuda::attached::started();
+    let torch_to_find = !crate::torch::decided();
+    if !attached() || !(cuda_to_see || torch_to_find) {
+        return;
+    }
+    let modules = crate::probes::modules::scan("");
+    if cuda_to_see
+        && modules
             .iter()
-            .any(|m| m.path.ends_with("/libc10_cuda.so"));
-        if loaded {
-            watch_torch();
-        }
+            .any(|m| file_name(&m.path).starts_with("libcuda.so"))
+    {
+        crate::cuda::attached::start(false);
+    }
+    if torch_to_find && modules.iter().any(|m| m.path.ends_with("/libc10_cuda.so")) {
+        watch_torch();
     }
 }
 

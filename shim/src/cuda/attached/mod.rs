@@ -9,7 +9,8 @@
 //! which may have stopped inside the driver with one of its locks held; and not on a helper thread
 //! of the shim's, whose allocations come from the shim's own heap while CUPTI's must stay the C
 //! library's (CUPTI frees them after detach). The attach waits for it a moment
-//! ([`READY_WAIT`]), so the program's calls right after attach are seen.
+//! ([`READY_WAIT`]), so the program's calls right after attach are seen. A driver loaded after
+//! attach is handled the same way, from the program's next `dlsym` (see `crate::attach`).
 //!
 //! Never: subscribe twice, or leave the subscription behind at detach.
 pub mod baseline;
@@ -30,8 +31,14 @@ static READY: AtomicBool = AtomicBool::new(false);
 /// How long the attach waits for the subscription before it lets the program go on.
 pub const READY_WAIT: Duration = Duration::from_secs(2);
 
-/// Starts seeing the driver's calls (see the module note) and waits a moment for it.
-pub fn start() {
+/// True once [`start`] ran.
+pub fn started() -> bool {
+    STARTED.load(Ordering::Acquire)
+}
+
+/// Starts seeing the driver's calls (see the module note); with `wait`, waits a moment for it (at
+/// attach: not when the driver comes later, on the program's thread that loaded it).
+pub fn start(wait: bool) {
     if STARTED.swap(true, Ordering::AcqRel) {
         return;
     }
@@ -73,6 +80,9 @@ pub fn start() {
         channel::warn(&format!(
             "cannot start the thread that subscribes to CUPTI ({e}): the CUDA driver's calls after attach are not seen"
         ));
+        return;
+    }
+    if !wait {
         return;
     }
     let until = Instant::now() + READY_WAIT;
