@@ -11,5 +11,11 @@ pub fn run(target: Option<&str>, interval_s: f64) -> Result<()> {
         bail!("--interval takes seconds from 0.1 to 3600 (got {interval_s})");
     }
     let path = find_trace::trace(target)?;
-    top::terminal::run(path, Duration::from_secs_f64(interval_s))
+    // A trace file is followed as named; a directory or a pid may come to name a newer trace.
+    let named = target.map(str::to_string);
+    let again: Option<top::terminal::Retarget> = match target {
+        Some(t) if std::path::Path::new(t).is_file() => None,
+        _ => Some(Box::new(move || find_trace::trace(named.as_deref()).ok())),
+    };
+    top::terminal::run(path, again, Duration::from_secs_f64(interval_s))
 }
