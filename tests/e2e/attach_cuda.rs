@@ -103,9 +103,12 @@ fn attached_torch(name: &str, env: &[(&str, &str)], attach_env: &[(&str, &str)])
     Some(processes(&report)[0].clone())
 }
 
-/// The torch section's tensors held at the end: (bytes, count), and the first site's innermost
-/// Python frame (function, line).
-fn held_tensors(p: &Value) -> ((Option<u64>, Option<u64>), Option<(String, u64)>) {
+/// Tensors held at the end: (bytes, count), and the first site's innermost Python frame
+/// (function, line).
+type Held = ((Option<u64>, Option<u64>), Option<(String, u64)>);
+
+/// The torch section's tensors held at the end.
+fn held_tensors(p: &Value) -> Held {
     let t = &p["torch"];
     assert_eq!(t["state"], "on", "{t}");
     let held = &t["held_at_end"];

@@ -7,7 +7,7 @@ use memshim_trace::TraceReader;
 
 use super::apply::define_code;
 use super::frame_damage::FrameDamage;
-use super::{Replayed, Window, MAX_MODULES, MAX_NOTES};
+use super::replayed::{Replayed, MAX_MODULES, MAX_NOTES};
 
 /// How reading a trace ended.
 pub(super) struct ReadEnd {
@@ -37,22 +37,16 @@ pub(super) fn read_end<R: std::io::Read>(
     }
 }
 
-/// Completes `r` after reading `path` up to `end`; `window` is the time window its events were
-/// filtered by. Appends notes: a caller that finishes again first takes them back.
-pub(super) fn finish(r: &mut Replayed, end: ReadEnd, window: Window, path: &Path) {
+/// Completes `r` after reading `path` up to `end`; `window_note` says the time window its events
+/// were filtered by, if they were. Appends notes: a caller that finishes again first takes them
+/// back.
+pub(super) fn finish(r: &mut Replayed, end: ReadEnd, window_note: Option<String>, path: &Path) {
     for c in std::mem::take(&mut r.py_pending) {
         define_code(r, c);
     }
     r.counts = r.kinds.clone().into_map();
     r.py_groups = crate::analysis::python_sites::groups(&r.stacks);
-    if window.is_set() {
-        let at = |v: Option<f64>, none: &str| v.map_or(none.to_string(), |s| format!("{s} s"));
-        r.notes.push(format!(
-            "only the program's events from {} to {} (--since/--until): leaks are what that window allocated and still held at its end",
-            at(window.since_s, "the start"),
-            at(window.until_s, "the end")
-        ));
-    }
+    r.notes.extend(window_note);
     if r.left_out.notes > 0 {
         r.notes.push(format!(
             "{} more notes from the shim were left out (only the first {MAX_NOTES} are kept)",

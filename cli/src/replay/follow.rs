@@ -16,7 +16,7 @@ use memshim_trace::{Error, TraceReader};
 
 use super::apply::apply;
 use super::finish::{finish, read_end};
-use super::{Replayed, Window};
+use super::replayed::Replayed;
 
 /// One trace, followed as it grows.
 pub struct Following {
@@ -132,7 +132,7 @@ impl Following {
         self.last_frames = self.reader.frames() - before;
         self.event_notes = self.r.notes.len();
         let end = read_end(&self.reader, truncated, self.corrupt.clone());
-        finish(&mut self.r, end, Window::default(), &self.path);
+        finish(&mut self.r, end, None, &self.path);
         Ok(true)
     }
 }

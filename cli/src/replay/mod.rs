@@ -140,7 +140,15 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
         None => bail!("the reader of {} stopped unexpectedly", path.display()),
     };
     progress.finish_and_clear();
-    finish(&mut r, end, window, path);
+    let window_note = window.is_set().then(|| {
+        let at = |v: Option<f64>, none: &str| v.map_or(none.to_string(), |s| format!("{s} s"));
+        format!(
+            "only the program's events from {} to {} (--since/--until): leaks are what that window allocated and still held at its end",
+            at(window.since_s, "the start"),
+            at(window.until_s, "the end")
+        )
+    });
+    finish(&mut r, end, window_note, path);
     Ok(r)
 }
 

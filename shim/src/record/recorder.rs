@@ -117,13 +117,14 @@ pub fn enter_heap() -> HeapCall {
     }
 }
 
-/// A shim thread whose C-level heap calls the shim's own heap serves. Not while attached: the hooks
-/// there are import-table slots, the C library's own included, and are put back at detach, so a
-/// block the C library allocated for a shim thread (the message of a failed `dlopen`, kept until
-/// the thread ends; what NVML or CUPTI keep) would be freed into the C library after detach.
+/// A shim thread whose C-level heap calls the shim's own heap serves. Not in a shim that was
+/// attached (`channel::LATE`): the hooks there are import-table slots, the C library's own
+/// included, and are put back at detach, so a block the C library allocated for a shim thread (the
+/// message of a failed `dlopen`, kept until the thread ends; what NVML or CUPTI keep) would be
+/// freed into the C library after detach.
 #[inline]
 fn shim_heap_thread() -> bool {
-    guard::helper_thread() && !crate::attach::attached()
+    guard::helper_thread() && !channel::LATE.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// A heap block was allocated (the hook holds the guard, see [`enter_heap`]).

@@ -66,112 +66,23 @@ enum Kind {
 const NO_STREAM: Option<usize> = None;
 
 /// Every call subscribed to, by callback id.
+#[rustfmt::skip]
 const CALLS: &[(u32, Kind)] = &[
-    (
-        243,
-        Kind::Alloc(A::MemAlloc, K::Device, Out::Through(0), Bytes::Arg(8)),
-    ),
-    (
-        244,
-        Kind::Alloc(A::MemAllocPitch, K::Device, Out::Through(0), Bytes::Pitched),
-    ),
-    (
-        371,
-        Kind::Alloc(
-            A::MemAllocManaged,
-            K::Managed,
-            Out::Through(0),
-            Bytes::Arg(8),
-        ),
-    ),
-    (
-        598,
-        Kind::Alloc(A::MemAllocAsync, K::Device, Out::Through(0), Bytes::Arg(8)),
-    ),
-    (
-        599,
-        Kind::Alloc(A::MemAllocAsync, K::Device, Out::Through(0), Bytes::Arg(8)),
-    ),
-    (
-        611,
-        Kind::Alloc(
-            A::MemAllocFromPoolAsync,
-            K::Device,
-            Out::Through(0),
-            Bytes::Arg(8),
-        ),
-    ),
-    (
-        612,
-        Kind::Alloc(
-            A::MemAllocFromPoolAsync,
-            K::Device,
-            Out::Through(0),
-            Bytes::Arg(8),
-        ),
-    ),
-    (
-        39,
-        Kind::Alloc(
-            A::MemHostAlloc,
-            K::PinnedHost,
-            Out::Through(0),
-            Bytes::Arg(8),
-        ),
-    ),
-    (
-        271,
-        Kind::Alloc(
-            A::MemHostAlloc,
-            K::PinnedHost,
-            Out::Through(0),
-            Bytes::Arg(8),
-        ),
-    ),
-    (
-        294,
-        Kind::Alloc(
-            A::MemAllocHost,
-            K::PinnedHost,
-            Out::Through(0),
-            Bytes::Arg(8),
-        ),
-    ),
-    (
-        301,
-        Kind::Alloc(
-            A::MemHostRegister,
-            K::Registered,
-            Out::Arg(0),
-            Bytes::Arg(8),
-        ),
-    ),
-    (
-        379,
-        Kind::Alloc(
-            A::MemHostRegister,
-            K::Registered,
-            Out::Arg(0),
-            Bytes::Arg(8),
-        ),
-    ),
-    (
-        547,
-        Kind::Alloc(
-            A::MemAddressReserve,
-            K::Reserved,
-            Out::Through(0),
-            Bytes::Arg(8),
-        ),
-    ),
-    (
-        549,
-        Kind::Alloc(A::MemCreate, K::Physical, Out::Through(0), Bytes::Arg(8)),
-    ),
-    (
-        551,
-        Kind::Alloc(A::MemMap, K::Mapped, Out::Arg(0), Bytes::Arg(8)),
-    ),
+    (243, Kind::Alloc(A::MemAlloc, K::Device, Out::Through(0), Bytes::Arg(8))),
+    (244, Kind::Alloc(A::MemAllocPitch, K::Device, Out::Through(0), Bytes::Pitched)),
+    (371, Kind::Alloc(A::MemAllocManaged, K::Managed, Out::Through(0), Bytes::Arg(8))),
+    (598, Kind::Alloc(A::MemAllocAsync, K::Device, Out::Through(0), Bytes::Arg(8))),
+    (599, Kind::Alloc(A::MemAllocAsync, K::Device, Out::Through(0), Bytes::Arg(8))),
+    (611, Kind::Alloc(A::MemAllocFromPoolAsync, K::Device, Out::Through(0), Bytes::Arg(8))),
+    (612, Kind::Alloc(A::MemAllocFromPoolAsync, K::Device, Out::Through(0), Bytes::Arg(8))),
+    (39, Kind::Alloc(A::MemHostAlloc, K::PinnedHost, Out::Through(0), Bytes::Arg(8))),
+    (271, Kind::Alloc(A::MemHostAlloc, K::PinnedHost, Out::Through(0), Bytes::Arg(8))),
+    (294, Kind::Alloc(A::MemAllocHost, K::PinnedHost, Out::Through(0), Bytes::Arg(8))),
+    (301, Kind::Alloc(A::MemHostRegister, K::Registered, Out::Arg(0), Bytes::Arg(8))),
+    (379, Kind::Alloc(A::MemHostRegister, K::Registered, Out::Arg(0), Bytes::Arg(8))),
+    (547, Kind::Alloc(A::MemAddressReserve, K::Reserved, Out::Through(0), Bytes::Arg(8))),
+    (549, Kind::Alloc(A::MemCreate, K::Physical, Out::Through(0), Bytes::Arg(8))),
+    (551, Kind::Alloc(A::MemMap, K::Mapped, Out::Arg(0), Bytes::Arg(8))),
     (245, Kind::Free(A::MemFree, K::Device)),
     (600, Kind::Free(A::MemFreeAsync, K::Device)),
     (601, Kind::Free(A::MemFreeAsync, K::Device)),
@@ -182,184 +93,52 @@ const CALLS: &[(u32, Kind)] = &[
     (552, Kind::Free(A::MemUnmap, K::Mapped)),
     (242, Kind::MemInfo),
     // 1D copies: (dst, src, bytes[, stream]).
-    (
-        305,
-        Kind::Copy(C::Memcpy, Some(8), Moved::Arg(16, 1), NO_STREAM),
-    ),
-    (
-        408,
-        Kind::Copy(C::Memcpy, Some(8), Moved::Arg(16, 1), NO_STREAM),
-    ),
-    (
-        306,
-        Kind::Copy(C::MemcpyAsync, Some(8), Moved::Arg(16, 1), Some(24)),
-    ),
-    (
-        418,
-        Kind::Copy(C::MemcpyAsync, Some(8), Moved::Arg(16, 1), Some(24)),
-    ),
-    (
-        276,
-        Kind::Copy(C::MemcpyHtoD, Some(8), Moved::Arg(16, 1), NO_STREAM),
-    ),
-    (
-        397,
-        Kind::Copy(C::MemcpyHtoD, Some(8), Moved::Arg(16, 1), NO_STREAM),
-    ),
-    (
-        278,
-        Kind::Copy(C::MemcpyDtoH, Some(8), Moved::Arg(16, 1), NO_STREAM),
-    ),
-    (
-        398,
-        Kind::Copy(C::MemcpyDtoH, Some(8), Moved::Arg(16, 1), NO_STREAM),
-    ),
-    (
-        280,
-        Kind::Copy(C::MemcpyDtoD, Some(8), Moved::Arg(16, 1), NO_STREAM),
-    ),
-    (
-        399,
-        Kind::Copy(C::MemcpyDtoD, Some(8), Moved::Arg(16, 1), NO_STREAM),
-    ),
-    (
-        277,
-        Kind::Copy(C::MemcpyHtoDAsync, Some(8), Moved::Arg(16, 1), Some(24)),
-    ),
-    (
-        421,
-        Kind::Copy(C::MemcpyHtoDAsync, Some(8), Moved::Arg(16, 1), Some(24)),
-    ),
-    (
-        279,
-        Kind::Copy(C::MemcpyDtoHAsync, Some(8), Moved::Arg(16, 1), Some(24)),
-    ),
-    (
-        422,
-        Kind::Copy(C::MemcpyDtoHAsync, Some(8), Moved::Arg(16, 1), Some(24)),
-    ),
-    (
-        281,
-        Kind::Copy(C::MemcpyDtoDAsync, Some(8), Moved::Arg(16, 1), Some(24)),
-    ),
-    (
-        423,
-        Kind::Copy(C::MemcpyDtoDAsync, Some(8), Moved::Arg(16, 1), Some(24)),
-    ),
+    (305, Kind::Copy(C::Memcpy, Some(8), Moved::Arg(16, 1), NO_STREAM)),
+    (408, Kind::Copy(C::Memcpy, Some(8), Moved::Arg(16, 1), NO_STREAM)),
+    (306, Kind::Copy(C::MemcpyAsync, Some(8), Moved::Arg(16, 1), Some(24))),
+    (418, Kind::Copy(C::MemcpyAsync, Some(8), Moved::Arg(16, 1), Some(24))),
+    (276, Kind::Copy(C::MemcpyHtoD, Some(8), Moved::Arg(16, 1), NO_STREAM)),
+    (397, Kind::Copy(C::MemcpyHtoD, Some(8), Moved::Arg(16, 1), NO_STREAM)),
+    (278, Kind::Copy(C::MemcpyDtoH, Some(8), Moved::Arg(16, 1), NO_STREAM)),
+    (398, Kind::Copy(C::MemcpyDtoH, Some(8), Moved::Arg(16, 1), NO_STREAM)),
+    (280, Kind::Copy(C::MemcpyDtoD, Some(8), Moved::Arg(16, 1), NO_STREAM)),
+    (399, Kind::Copy(C::MemcpyDtoD, Some(8), Moved::Arg(16, 1), NO_STREAM)),
+    (277, Kind::Copy(C::MemcpyHtoDAsync, Some(8), Moved::Arg(16, 1), Some(24))),
+    (421, Kind::Copy(C::MemcpyHtoDAsync, Some(8), Moved::Arg(16, 1), Some(24))),
+    (279, Kind::Copy(C::MemcpyDtoHAsync, Some(8), Moved::Arg(16, 1), Some(24))),
+    (422, Kind::Copy(C::MemcpyDtoHAsync, Some(8), Moved::Arg(16, 1), Some(24))),
+    (281, Kind::Copy(C::MemcpyDtoDAsync, Some(8), Moved::Arg(16, 1), Some(24))),
+    (423, Kind::Copy(C::MemcpyDtoDAsync, Some(8), Moved::Arg(16, 1), Some(24))),
     // Peer copies: (dst, dst context, src, src context, bytes[, stream]).
-    (
-        318,
-        Kind::Copy(C::MemcpyPeer, Some(16), Moved::Arg(32, 1), NO_STREAM),
-    ),
-    (
-        409,
-        Kind::Copy(C::MemcpyPeer, Some(16), Moved::Arg(32, 1), NO_STREAM),
-    ),
-    (
-        319,
-        Kind::Copy(C::MemcpyPeerAsync, Some(16), Moved::Arg(32, 1), Some(40)),
-    ),
-    (
-        426,
-        Kind::Copy(C::MemcpyPeerAsync, Some(16), Moved::Arg(32, 1), Some(40)),
-    ),
+    (318, Kind::Copy(C::MemcpyPeer, Some(16), Moved::Arg(32, 1), NO_STREAM)),
+    (409, Kind::Copy(C::MemcpyPeer, Some(16), Moved::Arg(32, 1), NO_STREAM)),
+    (319, Kind::Copy(C::MemcpyPeerAsync, Some(16), Moved::Arg(32, 1), Some(40))),
+    (426, Kind::Copy(C::MemcpyPeerAsync, Some(16), Moved::Arg(32, 1), Some(40))),
     // Memsets: (dst, value, count[, stream]); 2D: (dst, pitch, value, width, height[, stream]).
-    (
-        249,
-        Kind::Copy(C::Memset, None, Moved::Arg(16, 1), NO_STREAM),
-    ),
-    (
-        411,
-        Kind::Copy(C::Memset, None, Moved::Arg(16, 1), NO_STREAM),
-    ),
-    (
-        250,
-        Kind::Copy(C::Memset, None, Moved::Arg(16, 2), NO_STREAM),
-    ),
-    (
-        412,
-        Kind::Copy(C::Memset, None, Moved::Arg(16, 2), NO_STREAM),
-    ),
-    (
-        251,
-        Kind::Copy(C::Memset, None, Moved::Arg(16, 4), NO_STREAM),
-    ),
-    (
-        413,
-        Kind::Copy(C::Memset, None, Moved::Arg(16, 4), NO_STREAM),
-    ),
-    (
-        216,
-        Kind::Copy(C::MemsetAsync, None, Moved::Arg(16, 1), Some(24)),
-    ),
-    (
-        428,
-        Kind::Copy(C::MemsetAsync, None, Moved::Arg(16, 1), Some(24)),
-    ),
-    (
-        218,
-        Kind::Copy(C::MemsetAsync, None, Moved::Arg(16, 2), Some(24)),
-    ),
-    (
-        429,
-        Kind::Copy(C::MemsetAsync, None, Moved::Arg(16, 2), Some(24)),
-    ),
-    (
-        220,
-        Kind::Copy(C::MemsetAsync, None, Moved::Arg(16, 4), Some(24)),
-    ),
-    (
-        430,
-        Kind::Copy(C::MemsetAsync, None, Moved::Arg(16, 4), Some(24)),
-    ),
-    (
-        252,
-        Kind::Copy(C::Memset, None, Moved::Rows(24, 32, 1), NO_STREAM),
-    ),
-    (
-        414,
-        Kind::Copy(C::Memset, None, Moved::Rows(24, 32, 1), NO_STREAM),
-    ),
-    (
-        253,
-        Kind::Copy(C::Memset, None, Moved::Rows(24, 32, 2), NO_STREAM),
-    ),
-    (
-        415,
-        Kind::Copy(C::Memset, None, Moved::Rows(24, 32, 2), NO_STREAM),
-    ),
-    (
-        254,
-        Kind::Copy(C::Memset, None, Moved::Rows(24, 32, 4), NO_STREAM),
-    ),
-    (
-        416,
-        Kind::Copy(C::Memset, None, Moved::Rows(24, 32, 4), NO_STREAM),
-    ),
-    (
-        222,
-        Kind::Copy(C::MemsetAsync, None, Moved::Rows(24, 32, 1), Some(40)),
-    ),
-    (
-        431,
-        Kind::Copy(C::MemsetAsync, None, Moved::Rows(24, 32, 1), Some(40)),
-    ),
-    (
-        224,
-        Kind::Copy(C::MemsetAsync, None, Moved::Rows(24, 32, 2), Some(40)),
-    ),
-    (
-        432,
-        Kind::Copy(C::MemsetAsync, None, Moved::Rows(24, 32, 2), Some(40)),
-    ),
-    (
-        226,
-        Kind::Copy(C::MemsetAsync, None, Moved::Rows(24, 32, 4), Some(40)),
-    ),
-    (
-        433,
-        Kind::Copy(C::MemsetAsync, None, Moved::Rows(24, 32, 4), Some(40)),
-    ),
+    (249, Kind::Copy(C::Memset, None, Moved::Arg(16, 1), NO_STREAM)),
+    (411, Kind::Copy(C::Memset, None, Moved::Arg(16, 1), NO_STREAM)),
+    (250, Kind::Copy(C::Memset, None, Moved::Arg(16, 2), NO_STREAM)),
+    (412, Kind::Copy(C::Memset, None, Moved::Arg(16, 2), NO_STREAM)),
+    (251, Kind::Copy(C::Memset, None, Moved::Arg(16, 4), NO_STREAM)),
+    (413, Kind::Copy(C::Memset, None, Moved::Arg(16, 4), NO_STREAM)),
+    (216, Kind::Copy(C::MemsetAsync, None, Moved::Arg(16, 1), Some(24))),
+    (428, Kind::Copy(C::MemsetAsync, None, Moved::Arg(16, 1), Some(24))),
+    (218, Kind::Copy(C::MemsetAsync, None, Moved::Arg(16, 2), Some(24))),
+    (429, Kind::Copy(C::MemsetAsync, None, Moved::Arg(16, 2), Some(24))),
+    (220, Kind::Copy(C::MemsetAsync, None, Moved::Arg(16, 4), Some(24))),
+    (430, Kind::Copy(C::MemsetAsync, None, Moved::Arg(16, 4), Some(24))),
+    (252, Kind::Copy(C::Memset, None, Moved::Rows(24, 32, 1), NO_STREAM)),
+    (414, Kind::Copy(C::Memset, None, Moved::Rows(24, 32, 1), NO_STREAM)),
+    (253, Kind::Copy(C::Memset, None, Moved::Rows(24, 32, 2), NO_STREAM)),
+    (415, Kind::Copy(C::Memset, None, Moved::Rows(24, 32, 2), NO_STREAM)),
+    (254, Kind::Copy(C::Memset, None, Moved::Rows(24, 32, 4), NO_STREAM)),
+    (416, Kind::Copy(C::Memset, None, Moved::Rows(24, 32, 4), NO_STREAM)),
+    (222, Kind::Copy(C::MemsetAsync, None, Moved::Rows(24, 32, 1), Some(40))),
+    (431, Kind::Copy(C::MemsetAsync, None, Moved::Rows(24, 32, 1), Some(40))),
+    (224, Kind::Copy(C::MemsetAsync, None, Moved::Rows(24, 32, 2), Some(40))),
+    (432, Kind::Copy(C::MemsetAsync, None, Moved::Rows(24, 32, 2), Some(40))),
+    (226, Kind::Copy(C::MemsetAsync, None, Moved::Rows(24, 32, 4), Some(40))),
+    (433, Kind::Copy(C::MemsetAsync, None, Moved::Rows(24, 32, 4), Some(40))),
     // 2D and 3D copies: (descriptor[, stream]).
     (287, Kind::Shaped(&COPY_2D, false)),
     (405, Kind::Shaped(&COPY_2D, false)),
@@ -373,14 +152,13 @@ const CALLS: &[(u32, Kind)] = &[
     (425, Kind::Shaped(&COPY_3D, true)),
 ];
 
-/// The callback ids to enable, with the driver function each one is (for what to say when one
-/// cannot be enabled).
+/// The callback ids to enable.
 pub fn ids() -> impl Iterator<Item = u32> {
     CALLS.iter().map(|(id, _)| *id)
 }
 
-/// The driver functions whose ids are the ones of async allocation (CUDA 11.2 on): a CUPTI that
-/// cannot enable them is too old for them.
+/// What id `id` stands for, said when a CUPTI cannot enable it: the ones a CUPTI may be too old for
+/// (stream-ordered allocation since CUDA 11.2, virtual memory since 10.2) by name.
 pub fn name(id: u32) -> &'static str {
     match id {
         598 | 599 => "cuMemAllocAsync",
@@ -445,20 +223,24 @@ pub unsafe fn on_call(id: u32, exit: bool, p: *const u8, corr: *mut u64, result:
     let ok = result == 0;
     match k {
         Kind::Alloc(api, mem, out, bytes) => {
-            // SAFETY: the table's offsets for this call; out-pointers only after success.
-            let size = match bytes {
-                Bytes::Arg(off) => unsafe { arg(p, off) },
-                Bytes::Pitched if ok => unsafe { through(p, 8).wrapping_mul(arg(p, 24)) },
-                Bytes::Pitched => unsafe { arg(p, 16).wrapping_mul(arg(p, 24)) },
+            // SAFETY: the table's offsets for this call; the pitch's out-pointer only after success.
+            let size = unsafe {
+                match bytes {
+                    Bytes::Arg(off) => arg(p, off),
+                    Bytes::Pitched if ok => through(p, 8).wrapping_mul(arg(p, 24)),
+                    Bytes::Pitched => arg(p, 16).wrapping_mul(arg(p, 24)),
+                }
             };
             if !ok {
                 failure(api, size, result);
                 return;
             }
-            // SAFETY: as above.
-            let addr = match out {
-                Out::Through(off) => unsafe { through(p, off) },
-                Out::Arg(off) => unsafe { arg(p, off) },
+            // SAFETY: as above; the call succeeded, so the driver wrote the address.
+            let addr = unsafe {
+                match out {
+                    Out::Through(off) => through(p, off),
+                    Out::Arg(off) => arg(p, off),
+                }
             };
             alloc(api, mem, addr, size);
         }

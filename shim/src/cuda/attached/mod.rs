@@ -95,18 +95,3 @@ pub fn start(wait: bool) {
 pub fn stop() {
     subscriber::unsubscribe();
 }
-
-/// Tells stack capture which code is the driver's and CUPTI's: a callback's stack starts inside
-/// them, above the program's frames (see `guard::enter_from_driver`).
-fn mark_driver_code() {
-    let ranges: Vec<(usize, usize)> = crate::probes::modules::scan("")
-        .iter()
-        .filter(|m| {
-            let file = m.path.rsplit('/').next().unwrap_or(&m.path);
-            file.starts_with("libcuda.so") || file.starts_with("libcupti")
-        })
-        .flat_map(|m| m.segments.iter().filter(|s| s.exec))
-        .map(|s| (s.start as usize, (s.start + s.len) as usize))
-        .collect();
-    crate::record::stacks::set_driver_ranges(&ranges);
-}

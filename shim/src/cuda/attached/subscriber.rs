@@ -65,7 +65,7 @@ pub fn subscribe(lib: Option<&str>) -> Result<String, String> {
             cupti.optional::<GetVersionFn>(c"cuptiGetVersion"),
         )
     };
-    super::mark_driver_code();
+    mark_driver_code();
     let mut api_version = 0u32;
     // SAFETY: a writable out-pointer.
     let known = version.is_some_and(|f| unsafe { f(&mut api_version) } == CUPTI_SUCCESS);
@@ -159,4 +159,19 @@ unsafe extern "C" fn on_callback(_user: *mut c_void, domain: u32, id: u32, data:
         // SAFETY: the parameter struct and correlation word CUPTI passed for call `id`.
         unsafe { calls::on_call(id, exit, params, corr, result) }
     });
+}
+
+/// Tells stack capture which code is the driver's and CUPTI's: a callback's stack starts inside
+/// them, above the program's frames (see `guard::enter_from_driver`).
+fn mark_driver_code() {
+    let ranges: Vec<(usize, usize)> = crate::probes::modules::scan("")
+        .iter()
+        .filter(|m| {
+            let file = m.path.rsplit('/').next().unwrap_or(&m.path);
+            file.starts_with("libcuda.so") || file.starts_with("libcupti")
+        })
+        .flat_map(|m| m.segments.iter().filter(|s| s.exec))
+        .map(|s| (s.start as usize, (s.start + s.len) as usize))
+        .collect();
+    crate::record::stacks::set_driver_ranges(&ranges);
 }
