@@ -35,6 +35,11 @@ fn attached_copies(name: &str, env: &[(&str, &str)]) -> Option<(Value, TestDir)>
     }
     let (status, out, err) = running.finish(&dir.root);
     assert_eq!(status, Some(0), "{out}{err}");
+    // Detached, the shim's subscription is gone: the driver calls nobody back.
+    assert!(
+        out.ends_with("attach_copies: done\nattach_copies: 0 callbacks after detach\n"),
+        "{out}"
+    );
     // Nothing of memshim's reaches the program's own output.
     assert_eq!(err, "", "the program's stderr");
     let report = report_json(&dir.traces());

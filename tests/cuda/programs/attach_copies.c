@@ -12,7 +12,10 @@
  *   upload          4 x cuMemcpyHtoD of 256 KiB from malloc'd (pageable) memory    HtoD 1048576 B
  *   download        1 x cuMemcpyDtoH of 64 KiB into malloc'd memory                DtoH   65536 B
  *   drop_early      cuMemFree of the 3 MiB allocated at start (before any attach)
- * prints "attach_copies: done", waits for a file named `stop`, frees its host buffers and exits 0.
+ * prints "attach_copies: done", waits for a file named `stop` (made after detach), makes one more
+ * cuMemAlloc and cuMemFree, prints "attach_copies: N callbacks after detach" with the CUPTI callbacks
+ * the stand-in libcupti made during them (0 once nothing is subscribed to them, or when no CUPTI is
+ * loaded), frees its host buffers and exits 0.
  *
  * Attached before `go` and detached after "done", with CUPTI's callbacks: exactly those device
  * allocations and copies, 3145728 B in use on the device at attach, and the free of the early block
@@ -61,6 +64,17 @@ static void hold_cupti(void) {
     EXPECT(subscribe && subscribe(&handle, ignore, 0) == 0);
 }
 
+/* The callbacks the stand-in libcupti (if one is loaded) makes during one cuMemAlloc and cuMemFree. */
+static unsigned long long callbacks_around_one_alloc(void) {
+    void *lib = dlopen("libcupti.so", RTLD_NOW | RTLD_NOLOAD);
+    unsigned long long (*count)(void) = lib ? (unsigned long long (*)(void))dlsym(lib, "standin_cupti_callbacks") : 0;
+    unsigned long long before = count ? count() : 0;
+    CUdeviceptr d;
+    CK(cu.cuMemAlloc(&d, 4096));
+    CK(cu.cuMemFree(d));
+    return count ? count() - before : 0;
+}
+
 int main(void) {
     cuda_min_init();
     CK(cu.cuMemAlloc(&early, 3 * MiB));
@@ -81,6 +95,7 @@ int main(void) {
     printf("attach_copies: done\n");
     fflush(stdout);
     wait_for("stop");
+    printf("attach_copies: %llu callbacks after detach\n", callbacks_around_one_alloc());
     free(host);
     free(back);
     return 0;
