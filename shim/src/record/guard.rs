@@ -81,6 +81,13 @@ pub fn init(late: bool) -> bool {
     ok
 }
 
+/// True when this module's state may be read from a signal handler: not when it lives in Rust
+/// thread-locals, whose first reading on a thread allocates its block (through the C library's
+/// `malloc`, which the interrupted code may be inside).
+pub fn signal_safe() -> bool {
+    IN_SHIM.load(Ordering::Acquire) & TLS_KEY == 0
+}
+
 #[inline]
 fn get(key: u32) -> usize {
     if key & TLS_KEY != 0 {
