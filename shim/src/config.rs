@@ -15,7 +15,7 @@
 //! | `MEMSHIM_PLACEMENT_BYTES` | sample the NUMA node of host blocks at least this big (`0`: never) | 1M |
 //! | `MEMSHIM_COPY_EVENT_BYTES` | time asynchronous copies of at least this size on the GPU with CUDA events (`off`: none) | 64K |
 //! | `MEMSHIM_CUPTI` | `1`: collect CUPTI's unified-memory counters | off |
-//! | `MEMSHIM_CUPTI_LIB` | where `libcupti.so` is, when the loader's path and `/usr/local/cuda` lack it | searched |
+//! | `MEMSHIM_CUPTI_LIB` | where `libcupti.so` is, when the process has none loaded and its CUDA libraries' directories, the loader's path and `/usr/local/cuda` lack it | searched |
 //! | `MEMSHIM_UNWIND` | `libunwind` (the default, when the system has it) or `gcc` | libunwind |
 //! | `MEMSHIM_COMPRESS` | zstd level for trace frames (`0` for none) | 3 |
 //! | `MEMSHIM_QUIET` | `1`: no line on stderr at exit | off |

@@ -154,12 +154,14 @@ pub fn set_default_keeping_handler<T>(sig: i32, set: impl FnOnce() -> T) -> T {
     out
 }
 
-/// Whether the trace can be ended from this handler. Not when the signal came while the thread
-/// was inside the shim (its state there may be half-changed), unless it is a stack overflow and the
-/// thread holds nothing the writer needs (the shim's heap lock): a thread that overflows while it
-/// allocates in every frame is in a hook half the time, and its last moments were lost.
+/// Whether the trace can be ended from this handler. Not when the shim's per-thread state cannot be
+/// read here (see `guard::signal_safe`: the trace then ends as a killed process's, at most 100 ms
+/// short), nor when the signal came while the thread was inside the shim (its state there may be
+/// half-changed), unless it is a stack overflow and the thread holds nothing the writer needs (the
+/// shim's heap lock): a thread that overflows while it allocates in every frame is in a hook half
+/// the time, and its last moments were lost.
 fn can_end_here(sig: i32, info: *const libc::siginfo_t) -> bool {
-    if !handles(sig) {
+    if !handles(sig) || !crate::record::guard::signal_safe() {
         return false;
     }
     if !crate::record::guard::inside() {

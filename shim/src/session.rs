@@ -63,7 +63,7 @@ fn start() {
         HEAP_ON.store(false, Ordering::Relaxed);
         return;
     }
-    if !crate::record::guard::init() {
+    if !crate::record::guard::init(crate::channel::LATE.load(Ordering::Acquire)) {
         HEAP_ON.store(false, Ordering::Relaxed);
         warn("no thread-specific keys are left in this process; this process is not traced");
         return;
@@ -198,7 +198,7 @@ fn open_trace() -> Result<(), String> {
     let (tx, rx) = crate::sys::queue::bounded(CHANNEL_CAPACITY);
     let sampler_tx = tx.clone();
     // Helper threads inherit this mask: they must never take the host's signals.
-    let old_mask = sys::block_all_signals();
+    let old_mask = sys::block_signals_but_faults();
     let mut writer_cfg = cfg.clone();
     if header.forked {
         // A fork child's frames are its parent's modules: `memshim report` names them offline

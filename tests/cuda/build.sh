@@ -17,7 +17,7 @@ warn=(-Wall -Wextra ${EXTRA_CFLAGS:-})
 
 "$cc" "${warn[@]}" -shared -fPIC -O1 -g -o "$out/libcuda.so.1" "$here/standin/libcuda_standin.c"
 ln -sfn libcuda.so.1 "$out/libcuda.so"
-"$cc" "${warn[@]}" -shared -fPIC -O1 -g -o "$out/libcupti.so" "$here/standin/libcupti_standin.c"
+"$cc" "${warn[@]}" -shared -fPIC -O1 -g -o "$out/libcupti.so" "$here/standin/libcupti_standin.c" -ldl
 
 cxx=${CXX:-c++}
 for pkg in torch:2.11.0+standin torch_old:2.3.1; do

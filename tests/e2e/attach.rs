@@ -71,6 +71,55 @@ impl Running {
     }
 }
 
+/// Attaches to `running` (memshim's environment plus `env`), makes the `go` file in `cwd`, waits
+/// for the program's line `done`, and detaches with Ctrl-C. False (with the reason printed) when
+/// this machine does not let memshim ptrace another process.
+pub(crate) fn attached_until(
+    running: &mut Running,
+    traces: &Path,
+    cwd: &Path,
+    env: &[(&str, &str)],
+    done: &str,
+) -> bool {
+    let mut attach = memshim_cmd();
+    attach
+        .arg("attach")
+        .arg(running.pid().to_string())
+        .arg("-o")
+        .arg(traces)
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        attach.env(k, v);
+    }
+    hermetic(&mut attach);
+    let mut attach = attach.spawn().expect("memshim attach starts");
+    let mut said = BufReader::new(attach.stderr.take().expect("piped stderr"));
+    let mut line = String::new();
+    said.read_line(&mut line)
+        .expect("memshim attach's first line");
+    if !line.contains("attached to process") {
+        let _ = attach.wait();
+        assert!(line.contains("cannot trace process"), "{line}");
+        println!("skipped: memshim may not ptrace another process here: {line}");
+        return false;
+    }
+    std::fs::write(cwd.join("go"), b"").expect("create the go file");
+    assert_eq!(running.next_line(), format!("{done}\n"));
+    let sent = Command::new("kill")
+        .args(["-INT", &attach.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    let mut rest = String::new();
+    said.read_to_string(&mut rest)
+        .expect("memshim attach's stderr");
+    assert!(
+        attach.wait().expect("memshim attach ends").success(),
+        "{line}{rest}"
+    );
+    true
+}
+
 /// Runs `cmd` in `cwd` from start to end with nothing attached: what it does on its own.
 fn bare(cmd: &mut Command, ready: &str, cwd: &Path) -> (Option<i32>, String, String) {
     let r = Running::start(cmd.current_dir(cwd), ready);
@@ -197,6 +246,35 @@ fn attach_to_a_running_c_program_sees_what_it_allocates_then_lets_it_end_as_alon
     assert_eq!(heap["live_bytes"], 333 * n);
     // The early blocks were allocated before attach: their frees are counted, never subtracted.
     assert_eq!(heap["unknown_frees"], n, "{}", dump(&p));
+}
+
+#[test]
+fn attach_to_a_program_that_used_its_first_32_thread_keys_traces_its_running_threads() {
+    let dir = TestDir::new("attach_many_keys_build");
+    let prog: PathBuf = dir.compile_with(
+        "attach_many_keys.c",
+        "attach_many_keys",
+        &["-g", "-O0", "-pthread"],
+    );
+    let Some((p, _dir)) = attached_run(
+        "attach_many_keys",
+        || Command::new(&prog),
+        "attach_many_keys: ready",
+    ) else {
+        return;
+    };
+    check_attached(&p);
+    let kept = site_with(&p, "host", "keep_block");
+    let (bytes, n) = bytes_count(kept);
+    assert!(n >= 10, "{} turns: {}", n, dump(&p));
+    assert_eq!(bytes, 111 * n, "{}", dump(&p));
+    // The threads running at attach allocate a block and free it every millisecond: traced.
+    let frees = p["heap"]["frees"].as_u64().expect("frees");
+    assert!(
+        frees >= 3 * n,
+        "{frees} frees against {n} turns: {}",
+        dump(&p)
+    );
 }
 
 #[test]

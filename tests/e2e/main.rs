@@ -7,6 +7,7 @@
 
 mod attach;
 mod attach_cuda;
+mod attach_cupti;
 mod attach_dlopen;
 mod bounds;
 mod cdp;

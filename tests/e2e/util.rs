@@ -169,6 +169,8 @@ pub fn hermetic(cmd: &mut Command) {
         "MEMSHIM_QUIET",
         "MEMSHIM_PYTHON",
         "MEMSHIM_TORCH",
+        "MEMSHIM_CUDA",
+        "MEMSHIM_CUPTI_LIB",
         "MEMSHIM_SAMPLE_BYTES",
         "PYTHONMALLOC",
     ] {

@@ -28,8 +28,8 @@
 //! gives back exactly the rows a version 9 writer would have written: the reader decodes those as
 //! before.
 use crate::hot;
-use crate::record::{Alloc, AllocFn};
 use crate::record::FreeBack;
+use crate::record::{Alloc, AllocFn};
 
 const KINDS: usize = 0;
 const DT: usize = 1;

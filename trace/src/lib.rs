@@ -36,13 +36,13 @@ pub use frame::{MAX_FRAME_LEN, MAX_RECORD_BYTES};
 pub use header::{Clock, Header, FORMAT_VERSION, MAGIC};
 pub use reader::{Resume, TraceReader};
 pub use record::{
-    Alloc, AllocCpu, AllocFn, Attached, CopyApi, CopyTime, Counter, CudaApi, CudaFailure,
-    CuptiState, DeviceAlloc, DeviceFree, DeviceMemory, End, EndReason, Event, FrameRef, Free,
-    FreeBack, GpuInfo, GpuSample, HeapStats, HeapTotals, ManagedHint, Map, MapFn, MemInfo, Module,
-    ModuleUnload, Note, NumaCall, NumaFn, NumaNode, Placement, PyCode, PyString, PythonRuntime,
-    RankInfo, ReallocFailed, Record, Segment, StackDef, SymFrame, Symbol, ThreadCpu, TimedCopy,
-    TorchAction, TorchEvent, TorchOom, TorchState, Transfer, UmCounter, Unmap, Usable,
-    PYTHON_FRAME, UNSAMPLED,
+    Alloc, AllocCpu, AllocFn, Attached, AttachedCuda, CopyApi, CopyTime, Counter, CudaApi,
+    CudaFailure, CuptiState, DeviceAlloc, DeviceAtAttach, DeviceFree, DeviceMemory, End, EndReason,
+    Event, FrameRef, Free, FreeBack, GpuInfo, GpuSample, HeapStats, HeapTotals, ManagedHint, Map,
+    MapFn, MemInfo, Module, ModuleUnload, Note, NumaCall, NumaFn, NumaNode, Placement, PyCode,
+    PyString, PythonRuntime, RankInfo, ReallocFailed, Record, Segment, StackDef, SymFrame, Symbol,
+    ThreadCpu, TimedCopy, TorchAction, TorchEvent, TorchOom, TorchState, Transfer, UmCounter,
+    Unmap, Usable, PYTHON_FRAME, UNSAMPLED,
 };
 pub use writer::TraceWriter;
 

@@ -227,6 +227,25 @@ impl<R: Read> TraceReader<R> {
         }
     }
 
+    /// Reading a trace that is still being written: after the stream ended ([`TraceReader::next_event`]
+    /// returned `None`) without the trace's end, forgets that end, torn last frame included, so that
+    /// reading goes on with what was appended since. The caller must then make the input yield the
+    /// trace's bytes from [`TraceReader::offset`] on (the torn frame's bytes were consumed). False,
+    /// and nothing changes, once the trace's [`Record::End`] was read: nothing follows it.
+    pub fn follow(&mut self) -> bool {
+        if self.saw_end {
+            return false;
+        }
+        self.at_eof = false;
+        self.torn_bytes = 0;
+        true
+    }
+
+    /// The input, to position it for [`TraceReader::follow`].
+    pub fn input_mut(&mut self) -> &mut R {
+        &mut self.input
+    }
+
     /// The next event, or `None` at the end of the stream.
     pub fn next_event(&mut self) -> Result<Option<Event>, Error> {
         loop {

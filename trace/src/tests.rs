@@ -68,6 +68,21 @@ pub(crate) fn events_n(n: u64) -> Vec<Event> {
             unseen: "device memory".into(),
         })),
     });
+    // Version 10: attached with the CUDA driver loaded.
+    v.push(Event {
+        t: 5_000_000,
+        tid: 0,
+        record: Record::AttachedCuda(Box::new(AttachedCuda {
+            seen: true,
+            detail: "/usr/lib/libcupti.so.13".into(),
+            devices: vec![DeviceAtAttach {
+                device: 0,
+                used_bytes: 3 << 30,
+                total_bytes: 80 << 30,
+                process_bytes: Some(2 << 30),
+            }],
+        })),
+    });
     // Version 8: PyTorch's allocator, from the inside.
     v.push(Event {
         t: 5_500_000,

@@ -232,3 +232,31 @@ fn zeros_where_a_frame_should_start_end_the_trace() {
     while r.next_event().unwrap().is_some() {}
     assert!(!r.unwritten_tail());
 }
+
+/// A trace read while it is written: cut at any byte (a torn frame, or between two), read to its
+/// end, then followed when the rest arrives: every event once, in order, frees by distance
+/// resolved across the cut, and nothing to follow after the trace's end.
+#[test]
+fn a_trace_cut_anywhere_is_followed_to_its_end() {
+    use std::io::{Cursor, Seek, SeekFrom};
+    let bytes = write_events(&events_n(300), Some(1), 40);
+    let (want, _) = read_all(&bytes).unwrap();
+    let header_end = TraceReader::new(&bytes[..]).unwrap().offset() as usize;
+    for cut in (header_end..bytes.len()).step_by(37) {
+        let mut r = TraceReader::new(Cursor::new(bytes[..cut].to_vec())).unwrap();
+        let mut got = Vec::new();
+        while let Some(ev) = r.next_event().unwrap() {
+            got.push(ev);
+        }
+        assert!(r.follow(), "cut at {cut}");
+        let at = r.offset();
+        *r.input_mut().get_mut() = bytes.clone();
+        r.input_mut().seek(SeekFrom::Start(at)).unwrap();
+        while let Some(ev) = r.next_event().unwrap() {
+            got.push(ev);
+        }
+        assert_eq!(got, want, "cut at {cut}");
+        assert!(!r.truncated() && r.unresolved_events() == 0, "cut at {cut}");
+        assert!(!r.follow(), "the end was read: cut at {cut}");
+    }
+}

@@ -55,6 +55,17 @@ fn the_version_10_golden_trace_is_still_read() {
     assert_eq!(dump(bytes), include_str!("../golden/v10.txt"));
 }
 
+#[test]
+fn the_version_11_golden_trace_is_still_read() {
+    let bytes = include_bytes!("../golden/v11.mshim");
+    assert_eq!(
+        bytes[8..12],
+        11u32.to_le_bytes(),
+        "the file is a version 11 trace"
+    );
+    assert_eq!(dump(bytes), include_str!("../golden/v11.txt"));
+}
+
 /// Writes this version's golden trace and its text, once, when a new format version is made: create
 /// both files empty (the reading test includes them), then
 /// `cargo test -p memshim-trace -- --ignored write_the_golden`.

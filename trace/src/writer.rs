@@ -12,8 +12,8 @@ use crate::frame::{
 use crate::header::{Header, FORMAT_VERSION, MAGIC};
 use crate::hot;
 use crate::reader::Resume;
-use crate::record::{Alloc, Event, Free, Record};
 use crate::record::FreeBack;
+use crate::record::{Alloc, Event, Free, Record};
 use crate::serials::FreeIndex;
 
 /// Encodes events into frames and writes each frame whole with a single `write_all`.

@@ -5,7 +5,7 @@ use memshim_trace::Record;
 use rustc_hash::FxHashMap as HashMap;
 
 /// The running counts.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct KindCounts {
     allocs: u64,
     frees: u64,

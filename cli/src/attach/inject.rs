@@ -95,9 +95,24 @@ pub fn safe_point(r: &Regs, maps: &[Mapping], libc: &str) -> Result<(), String> 
     }
 }
 
+/// Where a stopped thread is, in words: its system call, and the object its code is in.
+fn stopped_at(r: &Regs, maps: &[Mapping]) -> String {
+    let module = maps
+        .iter()
+        .find(|m| m.exec && (m.start..m.end).contains(&r.rip))
+        .map_or("code outside any mapped file", |m| m.path.as_str());
+    if r.orig_rax as i64 >= 0 {
+        format!("waiting in system call {} in {module}", r.orig_rax)
+    } else {
+        format!("running in {module}")
+    }
+}
+
 /// A thread stopped at a safe point, with what it must be given back.
 pub struct Held<'a> {
     tid: i32,
+    /// Where it was stopped, for what went wrong later.
+    stopped_at: String,
     regs: Regs,
     xstate: Vec<u8>,
     /// Stack words written, with what they held.
@@ -132,7 +147,7 @@ pub fn hold<'a>(
             }
             match stop_thread(tid) {
                 Ok(Some(regs)) => match safe_point(&regs, &maps, libc) {
-                    Ok(()) => return Held::new(proc, tid, regs),
+                    Ok(()) => return Held::new(proc, tid, regs, stopped_at(&regs, &maps)),
                     Err(why) => last_why = format!("thread {tid} was {why}"),
                 },
                 Ok(None) => continue,
@@ -168,7 +183,7 @@ fn stop_thread(tid: i32) -> Result<Option<Regs>> {
 }
 
 impl<'a> Held<'a> {
-    fn new(proc: &'a Process, tid: i32, regs: Regs) -> Result<Held<'a>> {
+    fn new(proc: &'a Process, tid: i32, regs: Regs, stopped_at: String) -> Result<Held<'a>> {
         let xstate = match ptrace::xstate(tid) {
             Ok(x) => x,
             Err(e) => {
@@ -178,6 +193,7 @@ impl<'a> Held<'a> {
         };
         Ok(Held {
             tid,
+            stopped_at,
             regs,
             xstate,
             saved: Vec::new(),
@@ -270,7 +286,12 @@ impl<'a> Held<'a> {
         ptrace::cont(self.tid, 0)?;
         loop {
             match ptrace::wait(self.tid)? {
-                Stop::Gone => bail!("process {} ended during the call", self.proc.pid),
+                Stop::Gone => bail!(
+                    "process {} ended during the call at {func:#x}, made on its thread {} (stopped {})",
+                    self.proc.pid,
+                    self.tid,
+                    self.stopped_at
+                ),
                 Stop::Signal(libc::SIGSEGV) => {
                     let now = ptrace::regs(self.tid)?;
                     if now.rip == 0 {

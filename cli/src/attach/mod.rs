@@ -87,9 +87,13 @@ pub fn attach(proc: &Process, lib: &Path, settings: &str) -> Result<i32> {
     // back as it was before the calls.
     let path_arg = held.push_str(lib_str.as_bytes())?;
     let settings_arg = held.push_str(settings.as_bytes())?;
-    let errno_addr = held.call(errno_at, &[])?;
+    let errno_addr = held
+        .call(errno_at, &[])
+        .context("calling __errno_location")?;
     let errno = held.read_u32(errno_addr)?;
-    let handle = held.call(dlopen, &[path_arg, flags])?;
+    let handle = held
+        .call(dlopen, &[path_arg, flags])
+        .with_context(|| format!("loading {lib_str}"))?;
     if handle == 0 {
         let why = match dlerror {
             Some(f) => match held.call(f, &[])? {
@@ -105,7 +109,9 @@ pub fn attach(proc: &Process, lib: &Path, settings: &str) -> Result<i32> {
     let maps = proc.maps()?;
     let entry = target::address_of(proc, &maps, &lib_str, "memshim_attach")?
         .with_context(|| format!("{lib_str} is loaded in process {} but has no memshim_attach (is it an older shim?)", proc.pid))?;
-    let code = held.call(entry, &[settings_arg])? as i32;
+    let code = held
+        .call(entry, &[settings_arg])
+        .context("calling memshim_attach")? as i32;
     held.write_u32(errno_addr, errno)?;
     let tid = held.tid();
     held.release()?;

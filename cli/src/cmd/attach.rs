@@ -15,10 +15,13 @@ use crate::cmd::run::{find_lib, prepare_dir};
 use crate::{signals, traces};
 
 /// Settings of memshim's own environment that reach the shim as they would under `memshim run`.
-const PASSED_ON: [&str; 9] = [
+const PASSED_ON: [&str; 12] = [
     "MEMSHIM_STACK_DEPTH",
     "MEMSHIM_HEAP",
     "MEMSHIM_MMAP",
+    "MEMSHIM_CUDA",
+    "MEMSHIM_CUPTI_LIB",
+    "MEMSHIM_TORCH",
     "MEMSHIM_PYTHON",
     "MEMSHIM_SAMPLE_BYTES",
     "MEMSHIM_SAMPLE_EVENTS",

@@ -176,6 +176,7 @@ pub(super) fn apply(r: &mut Replayed, ev: Event) {
         Record::TorchOom(o) => r.torch.oom(ev.t, *o),
         Record::TorchState(s) => r.torch.state = Some(*s),
         Record::Attached(a) => r.attached = Some(*a),
+        Record::AttachedCuda(a) => r.attached_cuda = Some(*a),
         Record::NumaCall(c) => {
             if r.numa_calls.len() < MAX_NUMA_CALLS {
                 r.numa_calls.push((ev.t, ev.tid, *c));

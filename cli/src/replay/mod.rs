@@ -9,7 +9,6 @@
 //! `BATCH_BYTES` and one record). Everything else grows only with what the trace defines: live
 //! blocks (about 25 bytes each in the heap analysis: see `analysis::live_blocks`), distinct stacks,
 //! modules and names.
-use rustc_hash::FxHashMap as HashMap;
 use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
@@ -21,6 +20,10 @@ use memshim_trace::{Event, TraceReader};
 
 mod apply;
 mod budget;
+mod finish;
+pub mod follow;
+#[cfg(test)]
+mod follow_tests;
 mod frame_damage;
 mod replayed;
 pub mod torch_pass;
@@ -28,10 +31,8 @@ pub mod torch_pass;
 pub use frame_damage::FrameDamage;
 pub use replayed::*;
 
-use apply::{apply, define_code, prefetch, PREFETCH_AHEAD};
-
-use crate::analysis::fragmentation::Fragmentation;
-use crate::analysis::{device::Device, heap::Heap, mmap::Mappings, transfers::Transfers};
+use apply::{apply, prefetch, PREFETCH_AHEAD};
+use finish::{finish, read_end, ReadEnd};
 
 /// Reads and analyses the trace at `path`. A corrupt frame stops the replay but keeps what came
 /// before it (marked truncated, with the reason in `corrupt`); an unreadable header is an error.
@@ -88,59 +89,7 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
         // Since format 4 the event frames can be skipped whole (checked, not decoded).
         reader.names_only();
     }
-    let mut r = Replayed {
-        path: path.to_path_buf(),
-        header: reader.header().clone(),
-        end: None,
-        attached: None,
-        truncated: false,
-        still_writing: false,
-        corrupt: None,
-        dropped: 0,
-        notes: Vec::new(),
-        last_t: reader.header().clock_start_ns,
-        counts: HashMap::default(),
-        stacks: HashMap::default(),
-        modules: Vec::new(),
-        left_out: LeftOut::default(),
-        symbols: HashMap::default(),
-        heap: {
-            // The host heap's freed blocks are what the holes analysis reads.
-            let mut heap = Heap::default();
-            heap.follow_freed();
-            heap
-        },
-        heap_totals: None,
-        mmap: Mappings::default(),
-        program_peak: Default::default(),
-        device: Device::default(),
-        transfers: Transfers::default(),
-        torch: Default::default(),
-        topology: Vec::new(),
-        fragmentation: Fragmentation::default(),
-        counters: Vec::new(),
-        numa_calls: Vec::new(),
-        complete_bytes: 0,
-        unwritten_tail: false,
-        resume: None,
-        frame_damage: FrameDamage::default(),
-        alloc_cpu: HashMap::default(),
-        placements: Vec::new(),
-        counter_series: Default::default(),
-        threads: Default::default(),
-        recent_allocs: Default::default(),
-        kinds: Default::default(),
-        python: None,
-        rank: None,
-        gpus: Default::default(),
-        unified: Default::default(),
-        py_codes: HashMap::default(),
-        py_groups: HashMap::default(),
-        all_frames: false,
-        script_dir: Default::default(),
-        py_strings: HashMap::default(),
-        py_pending: Vec::new(),
-    };
+    let mut r = Replayed::new(path, reader.header().clone());
     // Decoding (decompression, bincode) runs on its own thread, one frame's events at a time, while
     // this one analyses: the two halves of a replay take about as long as each other.
     // Emptied batches go back to be filled again: writing events into a fresh allocation each
@@ -191,51 +140,15 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
         None => bail!("the reader of {} stopped unexpectedly", path.display()),
     };
     progress.finish_and_clear();
-    for c in std::mem::take(&mut r.py_pending) {
-        define_code(&mut r, c);
-    }
-    r.counts = std::mem::take(&mut r.kinds).into_map();
-    r.py_groups = crate::analysis::python_sites::groups(&r.stacks);
-    if window.is_set() {
+    let window_note = window.is_set().then(|| {
         let at = |v: Option<f64>, none: &str| v.map_or(none.to_string(), |s| format!("{s} s"));
-        r.notes.push(format!(
+        format!(
             "only the program's events from {} to {} (--since/--until): leaks are what that window allocated and still held at its end",
             at(window.since_s, "the start"),
             at(window.until_s, "the end")
-        ));
-    }
-    if r.left_out.notes > 0 {
-        r.notes.push(format!(
-            "{} more notes from the shim were left out (only the first {MAX_NOTES} are kept)",
-            r.left_out.notes
-        ));
-    }
-    if r.device.failures_left_out > 0 {
-        r.notes.push(format!(
-            "{} more failed CUDA calls were left out (only the first {} are kept)",
-            r.device.failures_left_out,
-            crate::analysis::device::MAX_FAILURES
-        ));
-    }
-    if r.left_out.modules > 0 {
-        r.notes.push(format!(
-            "{} module loads beyond the first {MAX_MODULES} were left out: frames in them have no names",
-            r.left_out.modules
-        ));
-    }
-    if let Some(w) = end.damage.warning() {
-        r.notes.push(format!("frames damaged: {w}"));
-    }
-    r.frame_damage = end.damage;
-    r.resume = Some(end.resume);
-    r.corrupt = end.corrupt;
-    r.complete_bytes = end.complete_bytes;
-    r.unwritten_tail = end.unwritten_tail;
-    r.truncated = end.truncated || r.corrupt.is_some();
-    r.still_writing = r.truncated
-        && r.end.is_none()
-        && r.corrupt.is_none()
-        && crate::live_writer::is_writing(path, &r.header);
+        )
+    });
+    finish(&mut r, end, window_note, path);
     Ok(r)
 }
 
@@ -259,16 +172,6 @@ enum Batch {
     Failed(memshim_trace::Error),
 }
 
-/// How reading a trace ended.
-struct ReadEnd {
-    truncated: bool,
-    corrupt: Option<String>,
-    complete_bytes: u64,
-    unwritten_tail: bool,
-    resume: memshim_trace::Resume,
-    damage: FrameDamage,
-}
-
 /// Reads every event, in batches; a corrupt frame ends the stream (what came before is kept).
 fn decode<R: std::io::Read>(
     reader: &mut TraceReader<R>,
@@ -284,18 +187,7 @@ fn decode<R: std::io::Read>(
     let mut batch = fresh();
     let mut batch_bytes = 0;
     let end = |reader: &TraceReader<R>, truncated, corrupt| {
-        Batch::End(ReadEnd {
-            truncated,
-            corrupt,
-            complete_bytes: reader.offset(),
-            unwritten_tail: reader.unwritten_tail(),
-            resume: reader.resume(),
-            damage: FrameDamage {
-                duplicate_frames: reader.duplicate_frames(),
-                missing_frames: reader.missing_frames(),
-                unresolved_events: reader.unresolved_events(),
-            },
-        })
+        Batch::End(read_end(reader, truncated, corrupt))
     };
     let end = loop {
         match reader.next_event() {

@@ -31,6 +31,9 @@ pub struct Replayed {
     pub end: Option<End>,
     /// Set when the shim was attached to the running process (`memshim attach`).
     pub attached: Option<memshim_trace::Attached>,
+    /// Attached with the CUDA driver loaded: whether its calls after attach are seen, and the
+    /// device memory in use at attach.
+    pub attached_cuda: Option<memshim_trace::AttachedCuda>,
     /// True when the trace ends without its End record or with a torn frame.
     pub truncated: bool,
     /// True when it has no end because its writer is still running (see `live_writer`).
@@ -124,6 +127,67 @@ pub struct Replayed {
 }
 
 pub use crate::analysis::numa::{HostBlock, SampledBlock};
+
+impl Replayed {
+    /// Nothing replayed yet, of the trace at `path` whose header is `header`.
+    pub(super) fn new(path: &std::path::Path, header: Header) -> Replayed {
+        let last_t = header.clock_start_ns;
+        Replayed {
+            path: path.to_path_buf(),
+            header,
+            end: None,
+            attached: None,
+            attached_cuda: None,
+            truncated: false,
+            still_writing: false,
+            corrupt: None,
+            dropped: 0,
+            notes: Vec::new(),
+            last_t,
+            counts: HashMap::default(),
+            stacks: HashMap::default(),
+            modules: Vec::new(),
+            left_out: LeftOut::default(),
+            symbols: HashMap::default(),
+            heap: {
+                // The host heap's freed blocks are what the holes analysis reads.
+                let mut heap = Heap::default();
+                heap.follow_freed();
+                heap
+            },
+            heap_totals: None,
+            mmap: Mappings::default(),
+            program_peak: Default::default(),
+            device: Device::default(),
+            transfers: Transfers::default(),
+            torch: Default::default(),
+            topology: Vec::new(),
+            fragmentation: Fragmentation::default(),
+            counters: Vec::new(),
+            numa_calls: Vec::new(),
+            complete_bytes: 0,
+            unwritten_tail: false,
+            resume: None,
+            frame_damage: FrameDamage::default(),
+            alloc_cpu: HashMap::default(),
+            placements: Vec::new(),
+            counter_series: Default::default(),
+            threads: Default::default(),
+            recent_allocs: Default::default(),
+            kinds: Default::default(),
+            python: None,
+            rank: None,
+            gpus: Default::default(),
+            unified: Default::default(),
+            py_codes: HashMap::default(),
+            py_groups: HashMap::default(),
+            all_frames: false,
+            script_dir: Default::default(),
+            py_strings: HashMap::default(),
+            py_pending: Vec::new(),
+        }
+    }
+}
 
 impl Replayed {
     /// Live host heap bytes over time: from every event, or with thin sampling from the shim's

@@ -22,9 +22,16 @@ pub fn report(traces: Vec<Replayed>, ceilings: &[Ceilings]) -> Report {
 /// gate or `top`).
 pub fn report_parts(mut traces: Vec<Replayed>, ceilings: &[Ceilings], flame: bool) -> Report {
     traces.sort_by_key(|t| (t.header.start_unix_ns, t.header.pid));
+    let traces: Vec<&Replayed> = traces.iter().collect();
+    report_of(&traces, ceilings, flame)
+}
+
+/// As [`report_parts`], of traces already in order, kept by the caller (`top` reads its trace
+/// further after each report).
+pub fn report_of(traces: &[&Replayed], ceilings: &[Ceilings], flame: bool) -> Report {
     let mut processes: Vec<Process> = traces.iter().map(|t| process(t, ceilings, flame)).collect();
     let pids: Vec<u32> = processes.iter().map(|p| p.pid).collect();
-    for (p, t) in processes.iter_mut().zip(&traces) {
+    for (p, t) in processes.iter_mut().zip(traces) {
         p.role = super::ranks::role(p, &pids, super::ranks::is_dataloader_worker(t));
     }
     let mut report = Report {

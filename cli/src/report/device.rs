@@ -39,7 +39,7 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer, leaked_device: &LeakClass) ->
     let d = &t.device;
     if !d.seen() {
         return DeviceSection {
-            findings: attached_unseen(t).into_iter().collect(),
+            findings: super::device_attached::finding(t).into_iter().collect(),
             ..Default::default()
         };
     }
@@ -130,41 +130,8 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer, leaked_device: &LeakClass) ->
     out.findings
         .extend(super::gpus::findings(&out.gpus, out.peak_bytes));
     out.findings.extend(super::unified::finding(&out));
+    out.findings.extend(super::device_attached::finding(t));
     out
-}
-
-/// Attached to a process that had the CUDA driver loaded: what the trace cannot show, said instead
-/// of an empty device section.
-fn attached_unseen(t: &Replayed) -> Option<Finding> {
-    t.attached.as_ref()?;
-    let loaded = |name: &str| {
-        t.modules.iter().any(|m| {
-            m.module
-                .path
-                .rsplit('/')
-                .next()
-                .is_some_and(|f| f.starts_with(name))
-        })
-    };
-    if !loaded("libcuda.so") {
-        return None;
-    }
-    // PyTorch's allocator is reached from the inside at attach (see the torch section).
-    let torch_on = t.torch.state.as_ref().is_some_and(|s| s.enabled);
-    let what = if loaded("libc10_cuda.so") && !torch_on {
-        "device memory, copies and PyTorch's allocator"
-    } else {
-        "device memory and copies"
-    };
-    Some(Finding {
-        kind: "attached_cuda_unseen",
-        text: format!(
-            "the CUDA driver was loaded when memshim attached, and its memory calls and copies after attach are not in this trace: the CUDA runtime fetched the driver's entry points long before, past memshim, so {what} are not shown (trace the program from its start with memshim run to see them)"
-        ),
-        severity: "info",
-        bytes: None,
-        site: None,
-    })
 }
 
 /// GPU memory by owner, from every call site of device and physical memory (freed or not): NCCL's

@@ -6,6 +6,7 @@ pub mod command;
 pub mod counted;
 pub mod counters;
 pub mod device;
+pub mod device_attached;
 pub mod diff;
 pub mod figures;
 pub mod filter;

@@ -34,7 +34,11 @@ pub fn of(kind: &str) -> &'static str {
         | "torch_released_growth"
         | "rank_imbalance"
         | "trace_incomplete" => "medium",
-        "one_node" | "numa_nodes" | "counters_unavailable" | "attached_cuda_unseen" => "info",
+        "one_node"
+        | "numa_nodes"
+        | "counters_unavailable"
+        | "attached_cuda_unseen"
+        | "attached_cuda_start" => "info",
         _ => "low",
     }
 }

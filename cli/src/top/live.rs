@@ -2,17 +2,17 @@
 //! same replay and report model as `memshim report` (a trace without its end is read as far as its
 //! last whole frame), boiled down to the figures of one screen.
 //!
-//! Each reading replays the trace from its start, so its cost grows with the trace; it runs on
-//! top's own thread, so a long trace makes the screen's figures older (the status line says how
-//! old), never the keys slower or the program slower.
+//! Each reading decodes only what was written since the last one (see `replay::follow`); the
+//! report model is still built whole each time, which costs with what the trace holds live, not
+//! with its length. It runs on top's own thread, so a slow reading makes the screen's figures older
+//! (the status line says how old), never the keys slower or the program slower.
 //!
 //! Never draws and never touches the terminal (that is `screen` and `terminal`), so every figure
 //! here is tested without one.
-use std::path::Path;
-
 use anyhow::Result;
 
 use crate::bench::ceilings::Ceilings;
+use crate::replay::follow::Following;
 use crate::report::model::{FrameOut, Process, Site};
 use crate::report::site_label;
 
@@ -95,15 +95,15 @@ const GROWTH_WINDOW_S: f64 = 60.0;
 /// Growing sites shown.
 const GROWTH_SITES: usize = 3;
 
-/// Replays the trace at `path` as it is now.
-pub fn load(path: &Path, ceilings: &[Ceilings]) -> Result<Live> {
-    let r = crate::replay::replay(path)?;
+/// The figures of the trace `f` follows, read on to what was written since the last reading.
+pub fn read(f: &mut Following, ceilings: &[Ceilings]) -> Result<Live> {
+    let r = f.read()?;
     let rss = (r.fragmentation.last_rss > 0).then_some(r.fragmentation.last_rss);
-    let model = crate::report::build::report_parts(vec![r], ceilings, false);
+    let model = crate::report::build::report_of(&[r], ceilings, false);
     let p = model
         .processes
         .first()
-        .ok_or_else(|| anyhow::anyhow!("{} holds no process", path.display()))?;
+        .ok_or_else(|| anyhow::anyhow!("{} holds no process", r.path.display()))?;
     let now_unix_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);

@@ -1,7 +1,7 @@
 //! The terminal of `memshim top`: raw mode and the alternate screen while it runs (given back
 //! however it ends, a panic included: ratatui's `init` hooks the panic handler), the keys, and the
-//! refresh. A reading thread replays the trace about once an interval and hands each result over;
-//! the screen is redrawn a few times a second, so keys answer at once whatever a replay costs.
+//! refresh. A reading thread reads the trace on about once an interval and hands each result over;
+//! the screen is redrawn a few times a second, so keys answer at once whatever a reading costs.
 //!
 //! Never: write to the trace, signal or wait on the traced process, or block the screen on a
 //! replay. Quitting leaves the program as it was.
@@ -15,6 +15,7 @@ use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers
 use ratatui::DefaultTerminal;
 
 use super::live::{self, Live};
+use crate::replay::follow::Following;
 
 /// How often keys are looked for and the screen redrawn.
 const TICK: Duration = Duration::from_millis(200);
@@ -22,8 +23,12 @@ const TICK: Duration = Duration::from_millis(200);
 /// One replay's result: the figures, or why the trace could not be read then.
 type Reading = (Result<Live, String>, Instant);
 
-/// Shows the trace at `path`, read again every `interval`, until a quit key.
-pub fn run(path: PathBuf, interval: Duration) -> Result<()> {
+/// Which trace the target names now (a directory or a pid may come to name a newer one).
+pub type Retarget = Box<dyn Fn() -> Option<PathBuf> + Send>;
+
+/// Shows the trace at `path`, read on every `interval`, until a quit key. With `retarget`, the
+/// trace the target names is looked for again at each reading, and a newer one followed instead.
+pub fn run(path: PathBuf, retarget: Option<Retarget>, interval: Duration) -> Result<()> {
     if !std::io::stdout().is_terminal() {
         bail!(
             "memshim top draws on a terminal and its output is not one; for what {} holds so far, run `memshim report {}`",
@@ -33,16 +38,33 @@ pub fn run(path: PathBuf, interval: Duration) -> Result<()> {
     }
     let (tx, rx) = mpsc::channel::<Reading>();
     let ceilings = crate::bench::ceilings::stored();
-    let trace = path.clone();
+    let mut trace = path.clone();
     std::thread::Builder::new()
         .name("memshim-top-reader".into())
-        .spawn(move || loop {
-            let started = Instant::now();
-            let read = live::load(&trace, &ceilings).map_err(|e| format!("{e:#}"));
-            if tx.send((read, Instant::now())).is_err() {
-                return;
+        .spawn(move || {
+            let mut following: Option<Following> = None;
+            loop {
+                let started = Instant::now();
+                // A process that ended keeps its last trace.
+                if let Some(newer) = retarget
+                    .as_ref()
+                    .and_then(|named| named())
+                    .filter(|p| *p != trace)
+                {
+                    trace = newer;
+                    following = None;
+                }
+                let read = match following.as_mut() {
+                    Some(f) => Ok(f),
+                    None => Following::open(&trace).map(|f| following.insert(f)),
+                }
+                .and_then(|f| live::read(f, &ceilings))
+                .map_err(|e| format!("{e:#}"));
+                if tx.send((read, Instant::now())).is_err() {
+                    return;
+                }
+                std::thread::sleep(interval.saturating_sub(started.elapsed()));
             }
-            std::thread::sleep(interval.saturating_sub(started.elapsed()));
         })
         .context("cannot start the thread that reads the trace")?;
     let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;

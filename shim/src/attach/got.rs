@@ -46,6 +46,43 @@ struct Slot {
 /// later `dlsym`) must not redirect anything again.
 static SLOTS: Mutex<(Vec<Slot>, bool)> = Mutex::new((Vec::new(), false));
 
+/// Load addresses of libraries the shim opened for itself (CUPTI, NVML): never rewritten, so what
+/// they allocate stays the C library's on every thread. Rewritten, their blocks allocated on a shim
+/// thread would come from the shim's own heap and be freed into the C library after detach.
+static KEPT_OUT: [AtomicUsize; 4] = [const { AtomicUsize::new(0) }; 4];
+
+/// Keeps the library `handle` (from `dlopen`) out of every later patch.
+pub fn keep_out(handle: *mut c_void) {
+    if handle.is_null() {
+        return;
+    }
+    let mut map: *const usize = std::ptr::null();
+    // SAFETY: a handle dlopen returned; RTLD_DI_LINKMAP writes a `struct link_map *`, whose first
+    // field is the object's load address (`l_addr`, the `dlpi_addr` the patch sees).
+    let base = unsafe {
+        if libc::dlinfo(
+            handle,
+            libc::RTLD_DI_LINKMAP,
+            (&mut map as *mut *const usize).cast(),
+        ) != 0
+            || map.is_null()
+        {
+            return;
+        }
+        *map
+    };
+    if KEPT_OUT.iter().any(|k| k.load(Ordering::Acquire) == base) {
+        return;
+    }
+    if let Some(free) = KEPT_OUT.iter().find(|k| k.load(Ordering::Acquire) == 0) {
+        free.store(base, Ordering::Release);
+    }
+}
+
+fn kept_out(base: usize) -> bool {
+    KEPT_OUT.iter().any(|k| k.load(Ordering::Acquire) == base)
+}
+
 /// What a patch did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Patched {
@@ -80,7 +117,8 @@ pub fn patch(targets: &[Target], own: usize) -> Patched {
         // SAFETY: dl_iterate_phdr passes a valid info and our `data`, a &mut Ctx.
         let (info, ctx) = unsafe { (&*info, &mut *(data as *mut Ctx)) };
         let image = Image::of(info);
-        if image.contains(ctx.own) || (ctx.loader != 0 && info.dlpi_addr as usize == ctx.loader) {
+        let base = info.dlpi_addr as usize;
+        if image.contains(ctx.own) || (ctx.loader != 0 && base == ctx.loader) || kept_out(base) {
             return 0;
         }
         let before = ctx.found.len();

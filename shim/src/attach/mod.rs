@@ -9,13 +9,18 @@
 //! `dlopen` and `dlsym` are redirected too, and the new objects' slots are rewritten at the
 //! program's next `dlsym` (see `crate::hooks::dlopen`), the moment it reaches into what it opened.
 //!
-//! PyTorch's allocator, already loaded at attach, is reached from the inside by a thread of its own
-//! (`watch_torch`): no driver allocation, its usual moment, reaches the shim after attach. A
-//! libc10_cuda loaded after attach is not looked for.
+//! With the CUDA driver loaded, its calls after attach are seen through CUPTI's callbacks (see
+//! `crate::cuda::attached`): the runtime fetched the driver's pointers long before, past the shim.
+//!
+//! PyTorch's allocator, loaded at attach or later, is reached from the inside by a thread of its
+//! own (`watch_torch`): a driver allocation, its usual moment, reaches the shim after attach only
+//! through CUPTI, which another tool may hold. One loaded after attach, and a CUDA driver loaded
+//! after attach, are looked for when a library opened after attach is rebound
+//! (`crate::hooks::dlopen`).
 //!
 //! What is not seen after attach, the trace says (`Record::Attached`): blocks allocated before (their
-//! frees are counted apart by the reader), CUDA (its pointers were fetched long before), NUMA and
-//! affinity calls, and what libraries opened after attach allocate while they load.
+//! frees are counted apart by the reader), NUMA and affinity calls, and what libraries opened after
+//! attach allocate while they load; what of CUDA, `Record::AttachedCuda` says.
 //!
 //! Never: start twice, or run on a traced call's path (it takes the loader's lock).
 pub mod got;
@@ -45,10 +50,12 @@ pub mod code {
 }
 
 static ATTACHED: AtomicBool = AtomicBool::new(false);
+static TORCH_WATCHED: AtomicBool = AtomicBool::new(false);
 static DETACHED: AtomicBool = AtomicBool::new(false);
 
-/// What attaching does not redirect, for the trace and the report.
-const UNSEEN: &str = "blocks allocated before attach, CUDA calls, NUMA and affinity calls, and what libraries opened after attach allocate while they load";
+/// What attaching does not redirect, for the trace and the report (CUDA's part is
+/// `Record::AttachedCuda`'s to say).
+const UNSEEN: &str = "blocks allocated before attach, NUMA and affinity calls, and what libraries opened after attach allocate while they load";
 
 /// True while the shim is attached (between a successful [`attach`] and [`detach`]).
 pub fn attached() -> bool {
@@ -79,40 +86,67 @@ pub fn attach(settings: &str, targets: impl FnOnce() -> Vec<got::Target>, own: u
         modules: done.modules,
         unseen: UNSEEN.to_string(),
     }))));
-    watch_torch();
+    let modules = crate::probes::modules::scan("");
+    if modules
+        .iter()
+        .any(|m| file_name(&m.path).starts_with("libcuda.so"))
+    {
+        crate::cuda::attached::start(true);
+    }
+    if modules.iter().any(|m| m.path.ends_with("/libc10_cuda.so")) {
+        watch_torch();
+    }
     code::OK
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// A library opened after attach was rebound: the CUDA driver or PyTorch's CUDA library may have
+/// come with it.
+pub fn after_rebind() {
+    let cuda_to_see = !crate::cuda::attached::started();
+    let torch_to_find = !crate::torch::decided();
+    if !attached() || !(cuda_to_see || torch_to_find) {
+        return;
+    }
+    let modules = crate::probes::modules::scan("");
+    if cuda_to_see
+        && modules
+            .iter()
+            .any(|m| file_name(&m.path).starts_with("libcuda.so"))
+    {
+        crate::cuda::attached::start(false);
+    }
+    if torch_to_find && modules.iter().any(|m| m.path.ends_with("/libc10_cuda.so")) {
+        watch_torch();
+    }
 }
 
 /// How often PyTorch's allocator is looked for while attached.
 const TORCH_LOOK: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// Attached, no driver allocation reaches the shim (the runtime fetched its pointers before), so
-/// PyTorch's allocator (see `crate::torch`) is looked for by a thread of its own until it is found
-/// and decided, or the shim detaches. Not on the thread memshim attach holds, which may be inside
-/// that allocator with its lock held; and not on a helper thread, whose allocations come from the
-/// shim's own heap: the allocator's copy of the tracker must come from the C library's, which the
-/// allocator frees into after detach.
+/// Attached, a driver allocation, where PyTorch's allocator is usually found (see `crate::torch`),
+/// reaches the shim only through CUPTI, which another tool may hold; so the allocator is also looked
+/// for by a thread of its own until it is found and decided, or the shim detaches. Not on the thread
+/// memshim attach holds, which may be inside that allocator with its lock held; and not on a helper
+/// thread, whose allocations come from the shim's own heap: the allocator's copy of the tracker must
+/// come from the C library's, which the allocator frees into after detach.
+///
+/// Started once, and only in a process that has PyTorch's CUDA library loaded.
 fn watch_torch() {
-    // Only in a process that has PyTorch's CUDA library loaded: the thread's own start (the
-    // standard library's thread-local storage) allocates through the program's heap.
-    let loaded = crate::probes::modules::scan("")
-        .iter()
-        .any(|m| m.path.ends_with("/libc10_cuda.so"));
-    if !loaded {
+    if TORCH_WATCHED.swap(true, Ordering::AcqRel) {
         return;
     }
     // Like the helper threads, it never takes the program's signals.
-    let old_mask = sys::block_all_signals();
-    let spawned = std::thread::Builder::new()
-        .name("memshim-torch".into())
-        .spawn(|| {
-            while attached() && !crate::torch::decided() {
-                if let Some(_inside) = crate::record::guard::enter() {
-                    crate::torch::on_driver_alloc();
-                }
-                std::thread::sleep(TORCH_LOOK);
-            }
-        });
+    let old_mask = sys::block_signals_but_faults();
+    let spawned = sys::threads::spawn_inside(c"memshim-torch", || {
+        while attached() && !crate::torch::decided() {
+            crate::torch::on_driver_alloc();
+            std::thread::sleep(TORCH_LOOK);
+        }
+    });
     sys::restore_signals(&old_mask);
     if let Err(e) = spawned {
         channel::warn(&format!(
@@ -126,6 +160,7 @@ pub fn detach() -> i32 {
     if !ATTACHED.load(Ordering::Acquire) || DETACHED.swap(true, Ordering::AcqRel) {
         return code::NOT_ATTACHED;
     }
+    crate::cuda::attached::stop();
     got::restore();
     session::finish(EndReason::Detached);
     code::OK

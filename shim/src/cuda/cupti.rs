@@ -16,17 +16,17 @@
 #![allow(unsafe_code)]
 
 use std::collections::HashMap;
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use memshim_trace::{CuptiState, Record, UmCounter};
 
+use super::cupti_lib::CUPTI_SUCCESS;
 use crate::record::msg::Msg;
 use crate::{channel, record::guard, sys::real};
 
 const ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER: u32 = 25;
 const SCOPE_PROCESS_ALL_DEVICES: u32 = 2;
-const CUPTI_SUCCESS: i32 = 0;
 const FLUSH_FORCED: u32 = 1;
 const CPU_PAGE_FAULT_COUNT: u32 = 3;
 const BUFFER_BYTES: usize = 1 << 20;
@@ -42,7 +42,6 @@ type RegisterFn = unsafe extern "C" fn(RequestFn, CompleteFn) -> i32;
 type EnableFn = unsafe extern "C" fn(u32) -> i32;
 type FlushFn = unsafe extern "C" fn(u32) -> i32;
 type NextRecordFn = unsafe extern "C" fn(*mut u8, usize, *mut *mut u8) -> i32;
-type ResultStringFn = unsafe extern "C" fn(i32, *mut *const c_char) -> i32;
 type RequestFn = extern "C" fn(*mut *mut u8, *mut usize, *mut usize);
 type CompleteFn = extern "C" fn(*mut c_void, u32, *mut u8, usize, usize);
 
@@ -58,16 +57,6 @@ struct UmConfig {
 static STARTED: AtomicBool = AtomicBool::new(false);
 static FLUSH: AtomicUsize = AtomicUsize::new(0);
 static NEXT_RECORD: AtomicUsize = AtomicUsize::new(0);
-
-/// Where CUPTI is looked for when `MEMSHIM_CUPTI_LIB` does not say: the loader's path first, then
-/// the CUDA toolkit's usual homes.
-const CANDIDATES: &[&CStr] = &[
-    c"libcupti.so.13",
-    c"libcupti.so.12",
-    c"libcupti.so",
-    c"/usr/local/cuda/lib64/libcupti.so",
-    c"/usr/local/cuda/extras/CUPTI/lib64/libcupti.so",
-];
 
 /// Loads CUPTI and enables the counters; records what happened either way. Called once, from the
 /// sampler thread.
@@ -103,41 +92,19 @@ pub fn flush(forced: bool) {
     }
 }
 
-/// A CUPTI export memshim cannot do without, or what to say when `path` lacks it.
-///
-/// # Safety
-/// As for `real::function`: `F` is that export's C signature.
-unsafe fn required<F: Copy>(handle: *mut c_void, path: &str, name: &CStr) -> Result<F, String> {
-    // SAFETY: passed on from the caller.
-    unsafe { real::function(handle, name) }
-        .ok_or_else(|| format!("{path} has no {}", name.to_string_lossy()))
-}
-
 fn enable(lib: Option<&str>) -> Result<String, String> {
-    let (handle, path) = open(lib)?;
+    let cupti = super::cupti_lib::open(lib)?;
     // SAFETY: each type is the documented signature of the CUPTI export of that name.
-    let (configure, register, enable_kind, next, flush_all, text) = unsafe {
+    let (configure, register, enable_kind, next, flush_all) = unsafe {
         (
-            required::<ConfigureFn>(handle, &path, c"cuptiActivityConfigureUnifiedMemoryCounter")?,
-            required::<RegisterFn>(handle, &path, c"cuptiActivityRegisterCallbacks")?,
-            required::<EnableFn>(handle, &path, c"cuptiActivityEnable")?,
-            required::<NextRecordFn>(handle, &path, c"cuptiActivityGetNextRecord")?,
-            required::<FlushFn>(handle, &path, c"cuptiActivityFlushAll")?,
-            real::function::<ResultStringFn>(handle, c"cuptiGetResultString"),
+            cupti.required::<ConfigureFn>(c"cuptiActivityConfigureUnifiedMemoryCounter")?,
+            cupti.required::<RegisterFn>(c"cuptiActivityRegisterCallbacks")?,
+            cupti.required::<EnableFn>(c"cuptiActivityEnable")?,
+            cupti.required::<NextRecordFn>(c"cuptiActivityGetNextRecord")?,
+            cupti.required::<FlushFn>(c"cuptiActivityFlushAll")?,
         )
     };
-    let explain = |call: &str, r: i32| {
-        let mut s: *const c_char = std::ptr::null();
-        // SAFETY: a valid out-pointer; CUPTI returns a static string.
-        let name = match text.map(|f| unsafe { f(r, &mut s) }) {
-            Some(CUPTI_SUCCESS) if !s.is_null() => {
-                // SAFETY: non-null, NUL-terminated, static.
-                unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
-            }
-            _ => format!("error {r}"),
-        };
-        format!("{call} failed: {name}")
-    };
+    let explain = |call: &str, r: i32| cupti.failed(call, r);
     // Every counter kind first; some GPUs and drivers refuse the later ones, so then fewer.
     let mut counting = "";
     for (kinds, names) in [
@@ -182,27 +149,7 @@ fn enable(lib: Option<&str>) -> Result<String, String> {
         return Err(explain("enabling unified-memory counter activity", r));
     }
     FLUSH.store(flush_all as usize, Ordering::Release);
-    Ok(format!("{path} ({counting})"))
-}
-
-fn open(lib: Option<&str>) -> Result<(*mut c_void, String), String> {
-    let try_open = |name: &CStr| {
-        // RTLD_LOCAL keeps CUPTI's symbols out of the program's way.
-        let h = real::dlopen(name, libc::RTLD_NOW | libc::RTLD_LOCAL);
-        (!h.is_null()).then(|| (h, name.to_string_lossy().into_owned()))
-    };
-    if let Some(path) = lib.filter(|p| !p.is_empty()) {
-        let c = std::ffi::CString::new(path)
-            .map_err(|_| format!("MEMSHIM_CUPTI_LIB={path} holds a NUL byte"))?;
-        return try_open(&c).ok_or_else(|| format!("cannot load MEMSHIM_CUPTI_LIB={path}"));
-    }
-    CANDIDATES
-        .iter()
-        .find_map(|c| try_open(c))
-        .ok_or_else(|| {
-            "libcupti.so was not found (set MEMSHIM_CUPTI_LIB to its path, e.g. /usr/local/cuda/extras/CUPTI/lib64/libcupti.so)"
-                .to_string()
-        })
+    Ok(format!("{} ({counting})", cupti.path))
 }
 
 extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {

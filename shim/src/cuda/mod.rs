@@ -63,8 +63,10 @@ macro_rules! wrapper {
 }
 
 pub mod api;
+pub mod attached;
 pub mod copy;
 pub mod cupti;
+pub mod cupti_lib;
 pub mod dlsym;
 pub mod driver;
 pub mod events;

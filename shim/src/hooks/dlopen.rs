@@ -45,6 +45,7 @@ pub fn rebind_pending() {
             super::attach::targets()
         };
         crate::attach::got::patch(&targets, own);
+        crate::attach::after_rebind();
     });
 }
 

@@ -94,6 +94,8 @@ impl Nvml {
         if lib.is_null() {
             return None;
         }
+        // Attached, what NVML allocates must stay the C library's (see `attach::got::keep_out`).
+        crate::attach::got::keep_out(lib);
         // Each `func` below names the C signature of the NVML function of that name, in every NVML
         // that exports the name.
         // SAFETY: nvmlInit_v2 is `nvmlReturn_t nvmlInit_v2(void)`.

@@ -2,18 +2,37 @@
 //! stack ends (so the unwinder is never run with too little stack left).
 //!
 //! # Safety
-//! Both live in `pthread_getspecific` slots, not in Rust thread-locals. A thread-local of a preloaded
-//! library is reached through `__tls_get_addr`, which allocates with `malloc` when a `dlopen`ed
-//! library brings new TLS (it grows the thread's DTV): the guard would recurse into `malloc` before it
-//! could say "inside the shim" (seen with PyTorch loading libnvshmem). glibc keeps the first 32 keys'
-//! values inside the thread descriptor, so `pthread_getspecific`/`setspecific` on them never allocate.
-//! Keys are created once, at start, before any helper thread exists; until then the guard is inert
-//! (nothing is recorded before start anyway).
+//! Preloaded (`memshim run`), all three live in `pthread_getspecific` slots, not in Rust
+//! thread-locals. A thread-local of a preloaded library is reached through `__tls_get_addr`, which
+//! allocates with `malloc` when a `dlopen`ed library brings new TLS (it grows the thread's DTV): the
+//! guard would recurse into `malloc` before it could say "inside the shim" (seen with PyTorch loading
+//! libnvshmem). glibc keeps the first 32 keys' values inside the thread descriptor, so
+//! `pthread_getspecific`/`setspecific` on them never allocate. Keys are created once, at start,
+//! before any helper thread exists; until then the guard is inert (nothing is recorded before start
+//! anyway).
+//!
+//! Attached (`memshim attach`) to a process that has used its first 32 keys already (PyTorch's
+//! have), a new key's value lives in a block `pthread_setspecific` `calloc`s on each thread's first
+//! set, through the C library's own import slot, which attaching redirects to the hooks: every
+//! thread's first hook recursed until its stack overflowed. There the state lives in Rust
+//! thread-locals instead (`Tls`): the shim is not preloaded, so the loader's `malloc` for a thread's
+//! TLS block is the C library's own, which no hook sees.
 #![allow(unsafe_code)]
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 const NO_KEY: u32 = u32::MAX;
+/// Marks a "key" that names a Rust thread-local slot (`TLS_SLOTS[key & 3]`), not a pthread key.
+const TLS_KEY: u32 = 1 << 31;
+/// glibc's first-level key block: keys below it are stored without allocating.
+const INLINE_KEYS: libc::pthread_key_t = 32;
+
+thread_local! {
+    /// The three slots, where pthread keys would allocate (see the module note). Const-initialised
+    /// plain cells: no destructor is registered, nothing is allocated but the TLS block itself.
+    static TLS_SLOTS: [Cell<usize>; 3] = const { [Cell::new(0), Cell::new(0), Cell::new(0)] };
+}
 static IN_SHIM: AtomicU32 = AtomicU32::new(NO_KEY);
 static TID: AtomicU32 = AtomicU32::new(NO_KEY);
 static STACK_LOW: AtomicU32 = AtomicU32::new(NO_KEY);
@@ -23,9 +42,14 @@ const UNKNOWN_STACK: usize = 1;
 const INSIDE: usize = 1;
 /// Marks one of the shim's own threads: inside the shim for good.
 const HELPER: usize = 2;
+/// Marks "inside the shim" on a program thread that the CUDA driver called back (CUPTI): the
+/// driver's own frames sit between the shim's and the program's.
+const FROM_DRIVER: usize = 3;
 
 /// Creates the keys; returns false when the process has none left (the shim then records nothing).
-pub fn init() -> bool {
+/// `late` (attached to a running process): keys that would allocate are given back and Rust
+/// thread-locals used instead (see the module note).
+pub fn init(late: bool) -> bool {
     let mut a: libc::pthread_key_t = 0;
     let mut b: libc::pthread_key_t = 0;
     let mut c: libc::pthread_key_t = 0;
@@ -35,6 +59,20 @@ pub fn init() -> bool {
             && libc::pthread_key_create(&mut b, None) == 0
             && libc::pthread_key_create(&mut c, None) == 0
     };
+    if late && (!ok || [a, b, c].iter().any(|&k| k >= INLINE_KEYS)) {
+        if ok {
+            // SAFETY: keys this function just created, never used.
+            unsafe {
+                libc::pthread_key_delete(a);
+                libc::pthread_key_delete(b);
+                libc::pthread_key_delete(c);
+            }
+        }
+        IN_SHIM.store(TLS_KEY, Ordering::Release);
+        TID.store(TLS_KEY | 1, Ordering::Release);
+        STACK_LOW.store(TLS_KEY | 2, Ordering::Release);
+        return true;
+    }
     if ok {
         IN_SHIM.store(a, Ordering::Release);
         TID.store(b, Ordering::Release);
@@ -43,14 +81,28 @@ pub fn init() -> bool {
     ok
 }
 
+/// True when this module's state may be read from a signal handler: not when it lives in Rust
+/// thread-locals, whose first reading on a thread allocates its block (through the C library's
+/// `malloc`, which the interrupted code may be inside).
+pub fn signal_safe() -> bool {
+    IN_SHIM.load(Ordering::Acquire) & TLS_KEY == 0
+}
+
 #[inline]
 fn get(key: u32) -> usize {
+    if key & TLS_KEY != 0 {
+        return TLS_SLOTS.with(|s| s[(key & 3) as usize].get());
+    }
     // SAFETY: `key` was created by `init` and is never deleted.
     unsafe { libc::pthread_getspecific(key) as usize }
 }
 
 #[inline]
 fn set(key: u32, v: usize) {
+    if key & TLS_KEY != 0 {
+        TLS_SLOTS.with(|s| s[(key & 3) as usize].set(v));
+        return;
+    }
     // SAFETY: as in `get`; for keys below 32 glibc stores the value without allocating.
     unsafe { libc::pthread_setspecific(key, v as *const libc::c_void) };
 }
@@ -79,6 +131,25 @@ pub fn enter() -> Option<Guard> {
     }
     set(key, INSIDE);
     Some(Guard(key))
+}
+
+/// As [`enter`], on a program thread the CUDA driver calls back from inside one of its functions
+/// (CUPTI's callbacks): stacks captured while the guard is held leave out the driver's frames at
+/// their top (see `stacks::capture`), as the wrappers' stacks have none.
+#[inline]
+pub fn enter_from_driver() -> Option<Guard> {
+    let g = enter()?;
+    if g.0 != NO_KEY {
+        set(g.0, FROM_DRIVER);
+    }
+    Some(g)
+}
+
+/// True inside [`enter_from_driver`]'s guard.
+#[inline]
+pub fn from_driver() -> bool {
+    let key = IN_SHIM.load(Ordering::Acquire);
+    key != NO_KEY && get(key) == FROM_DRIVER
 }
 
 /// True when this thread is inside the shim or is one of its own threads: a cheaper question than

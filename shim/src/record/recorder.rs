@@ -104,7 +104,7 @@ pub enum HeapCall {
 #[inline(always)]
 pub fn enter_heap() -> HeapCall {
     if !channel::heap_enabled() {
-        return if guard::helper_thread() {
+        return if shim_heap_thread() {
             HeapCall::Shim
         } else {
             HeapCall::Untraced
@@ -112,9 +112,19 @@ pub fn enter_heap() -> HeapCall {
     }
     match guard::enter() {
         Some(g) => HeapCall::Traced(g),
-        None if guard::helper_thread() => HeapCall::Shim,
+        None if shim_heap_thread() => HeapCall::Shim,
         None => HeapCall::Untraced,
     }
+}
+
+/// A shim thread whose C-level heap calls the shim's own heap serves. Not in a shim that was
+/// attached (`channel::LATE`): the hooks there are import-table slots, the C library's own
+/// included, and are put back at detach, so a block the C library allocated for a shim thread (the
+/// message of a failed `dlopen`, kept until the thread ends; what NVML or CUPTI keep) would be
+/// freed into the C library after detach.
+#[inline]
+fn shim_heap_thread() -> bool {
+    guard::helper_thread() && !channel::LATE.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// A heap block was allocated (the hook holds the guard, see [`enter_heap`]).

@@ -62,7 +62,7 @@ mod tests {
     #[test]
     fn blocks_handed_back_by_a_shim_thread_are_freed_on_a_program_thread() {
         // No other test of this binary uses the guard's keys.
-        assert!(guard::init(), "no thread-specific keys left");
+        assert!(guard::init(false), "no thread-specific keys left");
         let blocks: Vec<usize> = (0..100).map(|i| real::malloc(8 + i) as usize).collect();
         let helper = std::thread::spawn(move || {
             guard::mark_thread_untraced();

@@ -355,19 +355,25 @@ pub fn write_stderr(msg: &[u8]) {
     }
 }
 
-/// Blocks every signal in the calling thread and returns the previous mask.
-pub fn block_all_signals() -> libc::sigset_t {
+/// Blocks every signal in the calling thread but the faults (SIGSEGV, SIGBUS, SIGILL, SIGFPE), and
+/// returns the previous mask. A fault is the faulting thread's own: blocked, the kernel still
+/// delivers it, but with its default action, past every handler, so the program's crash reporter
+/// (Python's faulthandler, say) and the shim's own never see a crash in a shim thread.
+pub fn block_signals_but_faults() -> libc::sigset_t {
     // SAFETY: both sets are valid, owned sigset_t values; sigfillset initialises `all`.
     unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
         let mut old: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);
+        for fault in [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE] {
+            libc::sigdelset(&mut all, fault);
+        }
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
         old
     }
 }
 
-/// Restores a signal mask saved by [`block_all_signals`].
+/// Restores a signal mask saved by [`block_signals_but_faults`].
 pub fn restore_signals(old: &libc::sigset_t) {
     // SAFETY: `old` is a mask previously returned by pthread_sigmask.
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut()) };

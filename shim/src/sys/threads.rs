@@ -34,6 +34,17 @@ extern "C" fn start(arg: *mut c_void) -> *mut c_void {
     std::ptr::null_mut()
 }
 
+/// As `start`, for a thread that is the program's to the allocator (see [`spawn_inside`]).
+extern "C" fn start_inside(arg: *mut c_void) -> *mut c_void {
+    let inside = crate::record::guard::enter();
+    // SAFETY: as in `start`.
+    let job = unsafe { Box::from_raw(arg as *mut Job) };
+    let _ = catch_unwind(AssertUnwindSafe(job));
+    drop(inside);
+    LIVE.fetch_sub(1, Ordering::AcqRel);
+    std::ptr::null_mut()
+}
+
 /// In a fork child: the parent's helper threads were not copied.
 pub fn after_fork_in_child() {
     LIVE.store(0, Ordering::Relaxed);
@@ -63,8 +74,8 @@ fn main_state_and_threads() -> Option<(u8, u32)> {
 /// True when every program thread has ended and only the shim's helpers keep the process alive:
 /// the main thread is a zombie (it left with `pthread_exit`, or a raw `clone` child's function
 /// returned) and no other thread is the program's. glibc ends such a process with `exit(0)` when its
-/// last thread leaves, a count the helpers keep from reaching zero; and as they block every signal,
-/// nothing could be delivered to it either.
+/// last thread leaves, a count the helpers keep from reaching zero; and as they block every signal
+/// but their own faults, nothing could be delivered to it either.
 pub fn program_gone() -> bool {
     main_state_and_threads()
         .is_some_and(|(state, n)| state == b'Z' && n <= LIVE.load(Ordering::Acquire) + 1)
@@ -89,7 +100,24 @@ pub fn exit_group(status: i32) -> ! {
 
 /// Starts a detached, untraced thread named `name` (at most 15 bytes) running `job`.
 pub fn spawn(name: &CStr, job: impl FnOnce() + Send + 'static) -> io::Result<()> {
-    let boxed: Box<Job> = Box::new(Box::new(job));
+    spawn_with(name, Box::new(job), start)
+}
+
+/// Starts a detached thread named `name` running `job` inside the shim from its first instruction
+/// (nothing it allocates is recorded), but a program thread to the allocators: what the C library
+/// allocates for it comes from the C library's heap, not the shim's. For the work an attached shim
+/// does in libraries that outlive the attach (CUPTI, PyTorch's allocator), whose blocks the C
+/// library frees after detach, when the hooks are gone.
+pub fn spawn_inside(name: &CStr, job: impl FnOnce() + Send + 'static) -> io::Result<()> {
+    spawn_with(name, Box::new(job), start_inside)
+}
+
+fn spawn_with(
+    name: &CStr,
+    job: Job,
+    routine: extern "C" fn(*mut c_void) -> *mut c_void,
+) -> io::Result<()> {
+    let boxed: Box<Job> = Box::new(job);
     let arg = Box::into_raw(boxed) as *mut c_void;
     let mut tid: libc::pthread_t = 0;
     LIVE.fetch_add(1, Ordering::AcqRel);
@@ -101,7 +129,7 @@ pub fn spawn(name: &CStr, job: impl FnOnce() + Send + 'static) -> io::Result<()>
         libc::pthread_attr_init(&mut attr);
         // The default (RLIMIT_STACK, often 8 MiB) would count against a program's RLIMIT_AS.
         libc::pthread_attr_setstacksize(&mut attr, STACK_BYTES);
-        let rc = libc::pthread_create(&mut tid, &attr, start, arg);
+        let rc = libc::pthread_create(&mut tid, &attr, routine, arg);
         libc::pthread_attr_destroy(&mut attr);
         rc
     };

@@ -22,8 +22,10 @@
  *   with pinned or registered host memory, 4 with pageable), which events recorded on the stream read:
  *   cuEventElapsedTime around an async copy gives exactly its size over that rate. A stream capture in
  *   global mode makes every event call a violation (see standin_functions.h, events).
+ * - CUPTI's driver-API callbacks: the memory calls and copies call a subscribed tool back at their
+ *   entry and exit, through the stand-in libcupti (see standin_cupti_calls.h).
  * - Extra exports for tests: standin_call_count("cuMemAlloc_v2"), standin_live_bytes(),
- *   standin_capture_violations().
+ *   standin_capture_violations(), and standin_set_cupti_hook() for the stand-in libcupti.
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -213,5 +215,6 @@ static u64 parse_bytes(const char *s, u64 dflt) {
     return v;
 }
 
-#include "standin_functions.h" /* the entry points */
-#include "standin_procs.h"     /* cuGetProcAddress and the exports */
+#include "standin_functions.h"   /* the entry points */
+#include "standin_cupti_calls.h" /* CUPTI's callbacks around the memory calls and copies */
+#include "standin_procs.h"       /* cuGetProcAddress and the exports */

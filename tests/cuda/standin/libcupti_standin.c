@@ -14,8 +14,15 @@
  *   requested from the registered callback. The program reaches the hook by dlopen("libcupti.so")
  *   itself (the same library the profiler loaded).
  * - No malloc: static storage and a spin lock. standin_cupti_flushes() counts flushes that delivered.
+ * - The callback API's driver-API domain: cuptiSubscribe (one subscriber at a time: a second gets
+ *   CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, 39), cuptiEnableCallback, cuptiEnableDomain,
+ *   cuptiUnsubscribe and cuptiGetVersion. Subscribing registers a dispatch function with the stand-in
+ *   driver (standin_set_cupti_hook in the libcuda.so.1 already loaded); the driver's memory calls and
+ *   copies then call it at their entry and exit, and it calls the subscriber's callback with a
+ *   CUpti_CallbackData (CUPTI's layout) for the ids enabled. standin_cupti_callbacks() counts them.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <sched.h>
 #include <stdint.h>
 #include <string.h>
@@ -86,9 +93,94 @@ int cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid, uint8_t **record) 
 int cuptiGetResultString(int result, const char **str) {
     if (!str) return 1;
     *str = result == 28 ? "CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED" : result == 12 ? "CUPTI_ERROR_MAX_LIMIT_REACHED"
+         : result == 39 ? "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"
+         : result == 1 ? "CUPTI_ERROR_INVALID_PARAMETER"
          : result ? "CUPTI_ERROR_UNKNOWN" : "CUPTI_SUCCESS";
     return 0;
 }
+
+/* --- the callback API ---------------------------------------------------------------------------- */
+typedef void (*callback_fn)(void *userdata, int domain, uint32_t id, const void *data);
+typedef struct {            /* CUpti_CallbackData */
+    int site;               /* CUPTI_API_ENTER 0, CUPTI_API_EXIT 1 */
+    const char *functionName;
+    const void *functionParams;
+    const void *functionReturnValue;
+    const char *symbolName;
+    void *context;
+    uint32_t contextUid;
+    uint64_t *correlationData;
+    uint32_t correlationId;
+} callback_data;
+typedef void (*cupti_hook_t)(int exit, unsigned id, const char *name, const void *params,
+                             unsigned long long *correlation, const int *result);
+
+#define DOMAIN_DRIVER_API 1
+#define MAX_ID 1024
+static char g_subscriber;   /* the one subscriber's handle is its address */
+static callback_fn volatile g_callback;
+static void *volatile g_userdata;
+static int g_subscribed, g_domain_on;
+static unsigned char g_enabled_ids[MAX_ID];
+static unsigned g_correlation;
+static unsigned long long g_callbacks;
+
+static void dispatch(int exit, unsigned id, const char *name, const void *params,
+                     unsigned long long *correlation, const int *result) {
+    callback_fn cb = __atomic_load_n(&g_callback, __ATOMIC_ACQUIRE);
+    if (!cb || id >= MAX_ID || !(g_domain_on || __atomic_load_n(&g_enabled_ids[id], __ATOMIC_RELAXED))) return;
+    callback_data d = {exit, name, params, result, 0, 0, 1, (uint64_t *)correlation,
+                       __atomic_add_fetch(&g_correlation, exit ? 0 : 1, __ATOMIC_RELAXED)};
+    __atomic_fetch_add(&g_callbacks, 1, __ATOMIC_RELAXED);
+    cb(g_userdata, DOMAIN_DRIVER_API, id, &d);
+}
+/* The driver's registration point, in the libcuda.so.1 the process has loaded (0 if none). */
+static int driver_hook(cupti_hook_t hook) {
+    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    void (*set)(cupti_hook_t) = h ? (void (*)(cupti_hook_t))dlsym(h, "standin_set_cupti_hook") : 0;
+    if (set) set(hook);
+    if (h) dlclose(h);
+    return set != 0;
+}
+int cuptiSubscribe(void **subscriber, callback_fn callback, void *userdata) {
+    if (!subscriber || !callback) return 1;
+    lock();
+    if (g_subscribed) { unlock(); return 39; }
+    g_subscribed = 1, g_domain_on = 0;
+    memset(g_enabled_ids, 0, sizeof g_enabled_ids);
+    g_userdata = userdata;
+    __atomic_store_n(&g_callback, callback, __ATOMIC_RELEASE);
+    unlock();
+    driver_hook(dispatch);
+    *subscriber = &g_subscriber;
+    return 0;
+}
+int cuptiUnsubscribe(void *subscriber) {
+    if (subscriber != &g_subscriber) return 1;
+    lock();
+    int was = g_subscribed;
+    g_subscribed = 0;
+    __atomic_store_n(&g_callback, (callback_fn)0, __ATOMIC_RELEASE);
+    unlock();
+    if (was) driver_hook(0);
+    return was ? 0 : 1;
+}
+int cuptiEnableCallback(uint32_t enable, void *subscriber, int domain, uint32_t id) {
+    if (subscriber != &g_subscriber || !g_subscribed || domain != DOMAIN_DRIVER_API || !id || id >= MAX_ID) return 1;
+    __atomic_store_n(&g_enabled_ids[id], enable != 0, __ATOMIC_RELAXED);
+    return 0;
+}
+int cuptiEnableDomain(uint32_t enable, void *subscriber, int domain) {
+    if (subscriber != &g_subscriber || !g_subscribed || domain != DOMAIN_DRIVER_API) return 1;
+    g_domain_on = enable != 0;
+    return 0;
+}
+int cuptiGetVersion(uint32_t *version) {
+    if (!version) return 1;
+    *version = 130001;
+    return 0;
+}
+unsigned long long standin_cupti_callbacks(void) { return __atomic_load_n(&g_callbacks, __ATOMIC_RELAXED); }
 
 /* Test hook: queue one unified-memory record. Returns 0 when queued, 1 when counters are off. */
 int standin_um_event(uint32_t counter_kind, uint64_t address, uint64_t value, uint32_t src, uint32_t dst) {

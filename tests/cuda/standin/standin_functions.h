@@ -2,12 +2,14 @@
  *
  * Each entry point is `static CUresult i_NAME(...)`; standin_procs.h exports it as NAME through an
  * alias and lists it by its base name in the cuGetProcAddress table. NAMES is every exported symbol.
+ * The memory calls and copies CUPTI reports are written here as `b_NAME`; standin_cupti_calls.h
+ * makes their `i_NAME`, which calls CUPTI's callbacks around them.
  */
 #define NAMES(X)                                                                                     \
     X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName)             \
     X(cuDeviceTotalMem_v2)                                                                           \
     X(cuDeviceGetDefaultMemPool) X(cuCtxGetDevice) X(cuCtxGetCurrent) X(cuDevicePrimaryCtxRetain)      \
-    X(cuDevicePrimaryCtxRelease_v2) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuStreamCreate)          \
+    X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxGetState) X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuStreamCreate)          \
     X(cuStreamDestroy_v2) X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz)                         \
     X(cuMemAlloc_v2) X(cuMemAllocPitch_v2) X(cuMemAllocManaged) X(cuMemAllocAsync)                   \
     X(cuMemAllocAsync_ptsz) X(cuMemAllocFromPoolAsync) X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFree_v2) \
@@ -99,6 +101,29 @@ static CUresult i_cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
     return OK;
 }
 static CUresult i_cuDevicePrimaryCtxRelease_v2(CUdevice d) { HIT(cuDevicePrimaryCtxRelease_v2); NEED_INIT(); return d ? EDEVICE : OK; }
+/* Active once retained (the stand-in never destroys its one context). */
+static CUresult i_cuDevicePrimaryCtxGetState(CUdevice d, unsigned *flags, int *active) {
+    HIT(cuDevicePrimaryCtxGetState); NEED_INIT();
+    if (!flags || !active) return EINVAL_;
+    if (d) return EDEVICE;
+    *flags = 0, *active = __atomic_load_n(&g_calls[ID_cuDevicePrimaryCtxRetain], __ATOMIC_RELAXED) > 0;
+    return OK;
+}
+/* One context and one "current" for the process (not per thread): a push makes it current, a pop
+ * puts back what was current before the push. */
+static void *volatile g_before_push;
+static CUresult i_cuCtxPushCurrent_v2(CUcontext c) {
+    HIT(cuCtxPushCurrent_v2); NEED_INIT();
+    if (c != &g_ctx) return EINVAL_;
+    g_before_push = g_current_ctx, g_current_ctx = c;
+    return OK;
+}
+static CUresult i_cuCtxPopCurrent_v2(CUcontext *c) {
+    HIT(cuCtxPopCurrent_v2); NEED_INIT();
+    if (c) *c = g_current_ctx;
+    g_current_ctx = g_before_push;
+    return OK;
+}
 static CUresult i_cuCtxSetCurrent(CUcontext c) {
     HIT(cuCtxSetCurrent); NEED_INIT();
     if (c && c != &g_ctx) return EINVAL_;
@@ -117,8 +142,8 @@ static CUresult i_cuStreamSynchronize(CUstream s) { HIT(cuStreamSynchronize); (v
 static CUresult i_cuStreamSynchronize_ptsz(CUstream s) { HIT(cuStreamSynchronize_ptsz); (void)s; NEED_INIT(); return OK; }
 
 /* --- allocation ------------------------------------------------------------------------------------ */
-static CUresult i_cuMemAlloc_v2(CUdeviceptr *p, size_t n) { HIT(cuMemAlloc_v2); return mem_alloc(p, n, K_DEVICE); }
-static CUresult i_cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t width, size_t height, unsigned elem) {
+static CUresult b_cuMemAlloc_v2(CUdeviceptr *p, size_t n) { HIT(cuMemAlloc_v2); return mem_alloc(p, n, K_DEVICE); }
+static CUresult b_cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t width, size_t height, unsigned elem) {
     HIT(cuMemAllocPitch_v2);
     if (!pitch || !width || !height || (elem != 4 && elem != 8 && elem != 16)) return EINVAL_;
     size_t rounded = (width + 511) & ~(size_t)511;
@@ -126,33 +151,33 @@ static CUresult i_cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t width
     if (r == OK) *pitch = rounded;
     return r;
 }
-static CUresult i_cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned flags) {
+static CUresult b_cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned flags) {
     HIT(cuMemAllocManaged);
     return flags == 1 || flags == 2 ? mem_alloc(p, n, K_MANAGED) : EINVAL_;
 }
-static CUresult i_cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) { HIT(cuMemAllocAsync); (void)s; return mem_alloc(p, n, K_DEVICE); }
-static CUresult i_cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s) { HIT(cuMemAllocAsync_ptsz); (void)s; return mem_alloc(p, n, K_DEVICE); }
-static CUresult i_cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) {
+static CUresult b_cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) { HIT(cuMemAllocAsync); (void)s; return mem_alloc(p, n, K_DEVICE); }
+static CUresult b_cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s) { HIT(cuMemAllocAsync_ptsz); (void)s; return mem_alloc(p, n, K_DEVICE); }
+static CUresult b_cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) {
     HIT(cuMemAllocFromPoolAsync); (void)s;
     return pool ? mem_alloc(p, n, K_DEVICE) : EINVAL_;
 }
-static CUresult i_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) {
+static CUresult b_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) {
     HIT(cuMemAllocFromPoolAsync_ptsz); (void)s;
     return pool ? mem_alloc(p, n, K_DEVICE) : EINVAL_;
 }
-static CUresult i_cuMemFree_v2(CUdeviceptr p) { HIT(cuMemFree_v2); return mem_free(p, K_DEVICE | K_MANAGED); }
-static CUresult i_cuMemFreeAsync(CUdeviceptr p, CUstream s) { HIT(cuMemFreeAsync); (void)s; return mem_free(p, K_DEVICE | K_MANAGED); }
-static CUresult i_cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) { HIT(cuMemFreeAsync_ptsz); (void)s; return mem_free(p, K_DEVICE | K_MANAGED); }
+static CUresult b_cuMemFree_v2(CUdeviceptr p) { HIT(cuMemFree_v2); return mem_free(p, K_DEVICE | K_MANAGED); }
+static CUresult b_cuMemFreeAsync(CUdeviceptr p, CUstream s) { HIT(cuMemFreeAsync); (void)s; return mem_free(p, K_DEVICE | K_MANAGED); }
+static CUresult b_cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) { HIT(cuMemFreeAsync_ptsz); (void)s; return mem_free(p, K_DEVICE | K_MANAGED); }
 static CUresult host_alloc(void **p, size_t n) {
     u64 a = 0;
     CUresult r = p ? mem_alloc(&a, n, K_PINNED) : EINVAL_;
     if (p) *p = (void *)a;
     return r;
 }
-static CUresult i_cuMemHostAlloc(void **p, size_t n, unsigned flags) { HIT(cuMemHostAlloc); return flags <= 7 ? host_alloc(p, n) : EINVAL_; }
-static CUresult i_cuMemAllocHost_v2(void **p, size_t n) { HIT(cuMemAllocHost_v2); return host_alloc(p, n); }
-static CUresult i_cuMemFreeHost(void *p) { HIT(cuMemFreeHost); return p ? mem_free((u64)p, K_PINNED) : EINVAL_; }
-static CUresult i_cuMemHostRegister_v2(void *p, size_t n, unsigned flags) {
+static CUresult b_cuMemHostAlloc(void **p, size_t n, unsigned flags) { HIT(cuMemHostAlloc); return flags <= 7 ? host_alloc(p, n) : EINVAL_; }
+static CUresult b_cuMemAllocHost_v2(void **p, size_t n) { HIT(cuMemAllocHost_v2); return host_alloc(p, n); }
+static CUresult b_cuMemFreeHost(void *p) { HIT(cuMemFreeHost); return p ? mem_free((u64)p, K_PINNED) : EINVAL_; }
+static CUresult b_cuMemHostRegister_v2(void *p, size_t n, unsigned flags) {
     HIT(cuMemHostRegister_v2); NEED_INIT();
     u64 a = (u64)p;
     if (!p || !n || flags > 15) return EINVAL_;
@@ -165,7 +190,7 @@ static CUresult i_cuMemHostRegister_v2(void *p, size_t n, unsigned flags) {
     unlock();
     return r;
 }
-static CUresult i_cuMemHostUnregister(void *p) {
+static CUresult b_cuMemHostUnregister(void *p) {
     HIT(cuMemHostUnregister); NEED_INIT();
     CUresult r = ENOTREGISTERED;
     lock();
@@ -174,7 +199,7 @@ static CUresult i_cuMemHostUnregister(void *p) {
     unlock();
     return r;
 }
-static CUresult i_cuMemGetInfo_v2(size_t *free_b, size_t *total) {
+static CUresult b_cuMemGetInfo_v2(size_t *free_b, size_t *total) {
     HIT(cuMemGetInfo_v2); NEED_INIT();
     if (!free_b || !total) return EINVAL_;
     lock();
@@ -184,7 +209,7 @@ static CUresult i_cuMemGetInfo_v2(size_t *free_b, size_t *total) {
 }
 
 /* --- virtual memory management --------------------------------------------------------------------- */
-static CUresult i_cuMemAddressReserve(CUdeviceptr *p, size_t n, size_t align, CUdeviceptr hint, unsigned long long flags) {
+static CUresult b_cuMemAddressReserve(CUdeviceptr *p, size_t n, size_t align, CUdeviceptr hint, unsigned long long flags) {
     HIT(cuMemAddressReserve); NEED_INIT(); (void)hint;
     if (!p || !n || n % GRAN || flags || (align & (align - 1))) return EINVAL_;
     CUresult r = EOOM;
@@ -198,7 +223,7 @@ static CUresult i_cuMemAddressReserve(CUdeviceptr *p, size_t n, size_t align, CU
     unlock();
     return r;
 }
-static CUresult i_cuMemAddressFree(CUdeviceptr p, size_t n) {
+static CUresult b_cuMemAddressFree(CUdeviceptr p, size_t n) {
     HIT(cuMemAddressFree); NEED_INIT();
     CUresult r = EINVAL_;
     lock();
@@ -211,7 +236,7 @@ static CUresult i_cuMemAddressFree(CUdeviceptr p, size_t n) {
     unlock();
     return r;
 }
-static CUresult i_cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const CUmemAllocationProp *prop, unsigned long long flags) {
+static CUresult b_cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const CUmemAllocationProp *prop, unsigned long long flags) {
     HIT(cuMemCreate); NEED_INIT();
     if (!h || !prop || !n || n % GRAN || flags || prop->type != 1 || prop->location.type != 1) return EINVAL_;
     if (prop->location.id != 0) return EDEVICE;
@@ -226,7 +251,7 @@ static CUresult i_cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const C
     unlock();
     return r;
 }
-static CUresult i_cuMemRelease(CUmemGenericAllocationHandle h) {
+static CUresult b_cuMemRelease(CUmemGenericAllocationHandle h) {
     HIT(cuMemRelease); NEED_INIT();
     lock();
     int i = handle_index(h);
@@ -234,7 +259,7 @@ static CUresult i_cuMemRelease(CUmemGenericAllocationHandle h) {
     unlock();
     return i >= 0 ? OK : EINVAL_;
 }
-static CUresult i_cuMemMap(CUdeviceptr p, size_t n, size_t offset, CUmemGenericAllocationHandle h, unsigned long long flags) {
+static CUresult b_cuMemMap(CUdeviceptr p, size_t n, size_t offset, CUmemGenericAllocationHandle h, unsigned long long flags) {
     HIT(cuMemMap); NEED_INIT();
     if (!n || n % GRAN || p % GRAN || offset || flags) return EINVAL_;
     CUresult r = EINVAL_;
@@ -251,7 +276,7 @@ static CUresult i_cuMemMap(CUdeviceptr p, size_t n, size_t offset, CUmemGenericA
     unlock();
     return r;
 }
-static CUresult i_cuMemUnmap(CUdeviceptr p, size_t n) {
+static CUresult b_cuMemUnmap(CUdeviceptr p, size_t n) {
     HIT(cuMemUnmap); NEED_INIT();
     lock();
     int removed = unmap_range(p, n);
@@ -325,9 +350,9 @@ static CUresult copy_async(u64 dst, u64 src, size_t n, CUstream st) {
     return r;
 }
 #define COPY(name, dst_t, src_t)                                                                     \
-    static CUresult i_##name(dst_t d, src_t s, size_t n) { HIT(name); return copy((u64)d, (u64)s, n); }
+    static CUresult b_##name(dst_t d, src_t s, size_t n) { HIT(name); return copy((u64)d, (u64)s, n); }
 #define COPY_ASYNC(name, dst_t, src_t)                                                               \
-    static CUresult i_##name(dst_t d, src_t s, size_t n, CUstream st) { HIT(name); return copy_async((u64)d, (u64)s, n, st); }
+    static CUresult b_##name(dst_t d, src_t s, size_t n, CUstream st) { HIT(name); return copy_async((u64)d, (u64)s, n, st); }
 COPY(cuMemcpy, CUdeviceptr, CUdeviceptr) COPY(cuMemcpy_ptds, CUdeviceptr, CUdeviceptr)
 COPY_ASYNC(cuMemcpyAsync, CUdeviceptr, CUdeviceptr) COPY_ASYNC(cuMemcpyAsync_ptsz, CUdeviceptr, CUdeviceptr)
 COPY(cuMemcpyHtoD_v2, CUdeviceptr, const void *) COPY(cuMemcpyHtoD_v2_ptds, CUdeviceptr, const void *)
@@ -340,10 +365,10 @@ COPY_ASYNC(cuMemcpyDtoDAsync_v2, CUdeviceptr, CUdeviceptr) COPY_ASYNC(cuMemcpyDt
 
 /* --- peer copies, memsets, 2D and 3D copies ------------------------------------------------------ */
 #define PEER(name)                                                                                   \
-    static CUresult i_##name(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n) {   \
+    static CUresult b_##name(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n) {   \
         HIT(name); (void)dc; (void)sc; return copy(d, s, n); }
 #define PEER_ASYNC(name)                                                                             \
-    static CUresult i_##name(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n,     \
+    static CUresult b_##name(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n,     \
                              CUstream st) { HIT(name); (void)dc; (void)sc; (void)st; return copy(d, s, n); }
 PEER(cuMemcpyPeer) PEER(cuMemcpyPeer_ptds) PEER_ASYNC(cuMemcpyPeerAsync) PEER_ASYNC(cuMemcpyPeerAsync_ptsz)
 
@@ -418,10 +443,10 @@ static CUresult copy2d(const memcpy2d_t *c) {
     t.WidthInBytes = c->WidthInBytes, t.Height = c->Height, t.Depth = 1;
     return copy3d(&t);
 }
-#define C2D(name) static CUresult i_##name(const memcpy2d_t *c) { HIT(name); return copy2d(c); }
-#define C2D_ASYNC(name) static CUresult i_##name(const memcpy2d_t *c, CUstream st) { HIT(name); (void)st; return copy2d(c); }
-#define C3D(name) static CUresult i_##name(const memcpy3d_t *c) { HIT(name); return copy3d(c); }
-#define C3D_ASYNC(name) static CUresult i_##name(const memcpy3d_t *c, CUstream st) { HIT(name); (void)st; return copy3d(c); }
+#define C2D(name) static CUresult b_##name(const memcpy2d_t *c) { HIT(name); return copy2d(c); }
+#define C2D_ASYNC(name) static CUresult b_##name(const memcpy2d_t *c, CUstream st) { HIT(name); (void)st; return copy2d(c); }
+#define C3D(name) static CUresult b_##name(const memcpy3d_t *c) { HIT(name); return copy3d(c); }
+#define C3D_ASYNC(name) static CUresult b_##name(const memcpy3d_t *c, CUstream st) { HIT(name); (void)st; return copy3d(c); }
 C2D(cuMemcpy2D_v2) C2D(cuMemcpy2D_v2_ptds) C2D(cuMemcpy2DUnaligned_v2) C2D(cuMemcpy2DUnaligned_v2_ptds)
 C2D_ASYNC(cuMemcpy2DAsync_v2) C2D_ASYNC(cuMemcpy2DAsync_v2_ptsz)
 C3D(cuMemcpy3D_v2) C3D(cuMemcpy3D_v2_ptds) C3D_ASYNC(cuMemcpy3DAsync_v2) C3D_ASYNC(cuMemcpy3DAsync_v2_ptsz)

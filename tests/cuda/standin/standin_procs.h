@@ -19,6 +19,8 @@ static const struct { const char *name; void *fn, *pt, *newer; int from; } PROCS
     {"cuCtxGetDevice", F(cuCtxGetDevice), 0, 0, 0}, {"cuCtxGetCurrent", F(cuCtxGetCurrent), 0, 0, 0},
     {"cuDevicePrimaryCtxRetain", F(cuDevicePrimaryCtxRetain), 0, 0, 0},
     {"cuDevicePrimaryCtxRelease", F(cuDevicePrimaryCtxRelease_v2), 0, 0, 0},
+    {"cuDevicePrimaryCtxGetState", F(cuDevicePrimaryCtxGetState), 0, 0, 0},
+    {"cuCtxPushCurrent", F(cuCtxPushCurrent_v2), 0, 0, 0}, {"cuCtxPopCurrent", F(cuCtxPopCurrent_v2), 0, 0, 0},
     {"cuCtxSetCurrent", F(cuCtxSetCurrent), 0, 0, 0}, {"cuCtxSynchronize", F(cuCtxSynchronize), 0, 0, 0},
     {"cuStreamCreate", F(cuStreamCreate), 0, 0, 0}, {"cuStreamDestroy", F(cuStreamDestroy_v2), 0, 0, 0},
     {"cuStreamSynchronize", F(cuStreamSynchronize), F(cuStreamSynchronize_ptsz), 0, 0},

@@ -258,3 +258,32 @@ pub struct UmCounter {
     /// Their values: bytes for transfers, faults for page faults, events for the others.
     pub value: u64,
 }
+
+/// Attached to a process that had the CUDA driver loaded (`memshim attach`): whether the driver's
+/// memory calls and copies after attach are seen (through CUPTI's driver-API callbacks: the CUDA
+/// runtime fetched the driver's entry points long before, past the shim), and the device memory
+/// already in use then. Since version 11.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttachedCuda {
+    /// True when CUPTI's callbacks deliver the memory calls and copies made after attach.
+    pub seen: bool,
+    /// The CUPTI library used, or precisely why the calls are not seen (no libcupti found, another
+    /// tool holds CUPTI's callbacks, a CUPTI too old).
+    pub detail: String,
+    /// Device memory in use on each GPU at attach.
+    pub devices: Vec<DeviceAtAttach>,
+}
+
+/// One GPU's memory at attach.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceAtAttach {
+    /// Device ordinal.
+    pub device: i32,
+    /// Bytes in use on the whole device (`cuMemGetInfo`: total less free, every process's), 0 when
+    /// the driver could not be asked (no active context on the device).
+    pub used_bytes: u64,
+    /// The device's memory.
+    pub total_bytes: u64,
+    /// Bytes this process uses on the device, as NVML counts them, when NVML says.
+    pub process_bytes: Option<u64>,
+}

@@ -133,6 +133,9 @@ pub enum Record {
     TorchState(Box<TorchState>),
     /// The shim was attached to a running process; the trace begins there. Since version 9.
     Attached(Box<Attached>),
+    /// Attached with the CUDA driver loaded: whether its calls after attach are seen, and the device
+    /// memory in use at attach. Since version 11.
+    AttachedCuda(Box<AttachedCuda>),
 }
 
 impl Record {
@@ -144,6 +147,7 @@ impl Record {
                 reason: EndReason::Detached,
                 ..
             }) => 9,
+            Record::AttachedCuda(_) => 11,
             _ => 1,
         }
     }
@@ -213,6 +217,7 @@ impl Record {
             Record::TorchOom(_) => "torch_oom",
             Record::TorchState(_) => "torch_state",
             Record::Attached(_) => "attached",
+            Record::AttachedCuda(_) => "attached_cuda",
         }
     }
 

@@ -16,6 +16,29 @@ static SELF_LO: AtomicUsize = AtomicUsize::new(0);
 static SELF_HI: AtomicUsize = AtomicUsize::new(0);
 static EPOCH: AtomicU64 = AtomicU64::new(0);
 
+/// Code of the CUDA driver and CUPTI, whose frames lie above the program's when the driver calls
+/// the shim back (see `guard::enter_from_driver`): empty ranges until `set_driver_ranges`.
+static DRIVER_RANGES: [(AtomicUsize, AtomicUsize); MAX_DRIVER_RANGES] =
+    [const { (AtomicUsize::new(0), AtomicUsize::new(0)) }; MAX_DRIVER_RANGES];
+const MAX_DRIVER_RANGES: usize = 8;
+
+/// Tells capture which code is the driver's and CUPTI's (executable segments, `[lo, hi)`); ranges
+/// beyond the first eight are left out.
+pub fn set_driver_ranges(ranges: &[(usize, usize)]) {
+    for (i, slot) in DRIVER_RANGES.iter().enumerate() {
+        let (lo, hi) = ranges.get(i).copied().unwrap_or((0, 0));
+        slot.0.store(lo, Ordering::Relaxed);
+        slot.1.store(hi, Ordering::Relaxed);
+    }
+}
+
+fn in_driver(ip: u64) -> bool {
+    let ip = ip as usize;
+    DRIVER_RANGES
+        .iter()
+        .any(|(lo, hi)| ip >= lo.load(Ordering::Relaxed) && ip < hi.load(Ordering::Relaxed))
+}
+
 /// Tells capture which addresses are the shim's own code.
 pub fn set_self_range(lo: usize, hi: usize) {
     SELF_LO.store(lo, Ordering::Relaxed);
@@ -39,9 +62,11 @@ pub const MIN_ROOM_ANY: usize = 16 << 10;
 
 /// Room a capture needs: the deepest stack kept, the shim's own frames above it, and the Python
 /// frames merged in.
-pub const CAPTURE_LEN: usize = MAX_STACK_DEPTH + SELF_FRAMES + crate::python::MAX_PY_FRAMES;
+pub const CAPTURE_LEN: usize = MAX_STACK_DEPTH + DRIVER_FRAMES + crate::python::MAX_PY_FRAMES;
 /// The shim's own frames the unwinder may report above the caller's (dropped).
 const SELF_FRAMES: usize = 16;
+/// Those, with the driver's and CUPTI's when the driver called the shim back.
+const DRIVER_FRAMES: usize = 40;
 
 /// Captures up to `depth` frames of the calling thread into `out`, innermost first, skipping the
 /// shim's own frames at the top; returns how many. `room` is the stack left below the caller (`None`
@@ -59,11 +84,19 @@ pub fn capture(
     let depth = depth.min(MAX_STACK_DEPTH);
     let lo = SELF_LO.load(Ordering::Relaxed) as u64;
     let hi = SELF_HI.load(Ordering::Relaxed) as u64;
-    let ours = |ip: u64| ip >= lo && ip < hi;
+    // A CUDA call delivered by the driver's callback (a rare call, with `lend_python`): its top
+    // frames are the driver's and CUPTI's, dropped like the shim's own.
+    let driver_top = lend_python && crate::record::guard::from_driver();
+    let ours = |ip: u64| (ip >= lo && ip < hi) || (driver_top && in_driver(ip));
     // libunwind and reading Python frames (whose buffers take about 4 KiB) need the most stack.
     let roomy = room.is_none_or(|r| r >= MIN_ROOM_FAST);
     let fast = if roomy {
-        crate::record::unwind::backtrace(&mut out[..depth + SELF_FRAMES])
+        let above = if driver_top {
+            DRIVER_FRAMES
+        } else {
+            SELF_FRAMES
+        };
+        crate::record::unwind::backtrace(&mut out[..depth + above])
     } else {
         None
     };
