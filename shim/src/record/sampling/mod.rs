@@ -151,6 +151,9 @@ mod tests {
 
     #[test]
     fn a_reused_size_is_sampled_call_by_call_with_the_chance_it_gives() {
+        let _table = super::thin_totals::TABLE_IN_TEST
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         assert!(super::thin_totals::init());
         // One thread allocating the same 72 usable bytes over and over, as a loop that frees and
         // allocates one block does: each call is a draw of its own.
