@@ -217,7 +217,7 @@ fn check_attached(p: &Value) {
 fn attach_to_a_running_c_program_sees_what_it_allocates_then_lets_it_end_as_alone() {
     let dir = TestDir::new("attach_c_build");
     let prog: PathBuf = dir.compile("attach_target.c");
-    let Some((p, _dir)) = attached_run(
+    let Some((p, traced)) = attached_run(
         "attach_to_a_running_c_program",
         || Command::new(&prog),
         "attach_target: ready",
@@ -230,6 +230,27 @@ fn attach_to_a_running_c_program_sees_what_it_allocates_then_lets_it_end_as_alon
     // 1 s at one turn per 20 ms and more: at least a few dozen turns were seen.
     assert!(n >= 10, "{} turns: {}", n, dump(&p));
     assert_eq!(bytes, 333 * n, "{}", dump(&p));
+    // The program went on after the detach: what it held then is held, not leaked.
+    let report = report_json(&traced.traces());
+    let verdict = report["verdict"].as_array().expect("verdict");
+    let kinds: Vec<&str> = verdict.iter().filter_map(|v| v["kind"].as_str()).collect();
+    assert!(!kinds.contains(&"leak"), "{kinds:?}");
+    let held = verdict
+        .iter()
+        .find(|v| v["kind"] == "held_at_detach")
+        .unwrap_or_else(|| panic!("no held_at_detach item: {kinds:?}"));
+    assert_eq!(held["bytes"], 333 * n);
+    assert_eq!(held["severity"], "low");
+    assert_eq!(held["site"], "keep_block (attach_target.c:24)");
+    let text = held["text"].as_str().expect("text");
+    assert!(text.contains("still held when memshim detached"), "{text}");
+    let shown = memshim(&[OsStr::new("report"), traced.traces().as_os_str()]);
+    assert!(
+        shown.stdout_str().contains("heap held at detach:")
+            && !shown.stdout_str().contains("leaked heap:"),
+        "{}",
+        shown.stdout_str()
+    );
     assert_eq!(kept["allocations"], n);
     assert_eq!(functions(kept)[..2], ["keep_block", "main"]);
     assert_eq!(frame(kept, 0)["line"], 24);

@@ -313,6 +313,19 @@ fn copies_by_direction_and_host_memory_exactly() {
     assert_eq!(site("pageable_d2h", "DtoH", "pageable"), (5, 5242880));
     assert_eq!(site("unified_copies", "HtoD", "pageable"), (4, 1048576));
     assert_eq!(site("unified_copies", "DtoH", "pageable"), (2, 524288));
+    // Copies of at most 4 KiB, per site: the storm's all, nobody else's.
+    let small: u64 = tr["sites"]
+        .as_array()
+        .expect("sites")
+        .iter()
+        .map(|s| {
+            let n = s["small_count"].as_u64().expect("small_count");
+            let storm = functions(s).contains(&"small_storm");
+            assert_eq!(n, if storm { 2000 } else { 0 }, "{s}");
+            n
+        })
+        .sum();
+    assert_eq!(small, 2000);
 
     let kinds: Vec<&str> = tr["findings"]
         .as_array()

@@ -226,7 +226,7 @@ impl Markdown {
         if let Some(n) = h.totals_note {
             writeln!(out, "{n}\n")?;
         }
-        self.leaks("Leaked heap", &p.leaks.host, out)?;
+        self.leaks(&title_case(&p.leak_title("heap")), &p.leaks.host, out)?;
         self.leaks("Anonymous mappings still mapped", &p.leaks.mmap, out)?;
         if p.device.seen {
             let d = &p.device;
@@ -247,9 +247,13 @@ impl Markdown {
             if !d.gpus.is_empty() {
                 writeln!(out)?;
             }
-            self.leaks("Leaked device memory", &p.leaks.device, out)?;
-            self.leaks("Leaked managed memory", &p.leaks.managed, out)?;
-            self.leaks("Leaked pinned host memory", &p.leaks.pinned, out)?;
+            for (memory, class) in [
+                ("device memory", &p.leaks.device),
+                ("managed memory", &p.leaks.managed),
+                ("pinned host memory", &p.leaks.pinned),
+            ] {
+                self.leaks(&title_case(&p.leak_title(memory)), class, out)?;
+            }
         }
         super::markdown_torch::torch(p, self.top, out)?;
         if !p.transfers.summary.is_empty() {
@@ -358,6 +362,14 @@ impl Markdown {
         }
         Ok(())
     }
+}
+
+/// A heading's first letter in capitals.
+fn title_case(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -197,6 +197,12 @@ impl Replayed {
             .as_ref()
             .map_or(&self.heap.series, |c| &c.series)
     }
+
+    /// True when the trace ended with `memshim attach` detaching: the process went on, so what was
+    /// live at the end is held, not leaked.
+    pub fn detached(&self) -> bool {
+        self.end.as_ref().map(|e| e.reason) == Some(memshim_trace::EndReason::Detached)
+    }
 }
 
 /// A Python function (code object): what a Python frame names.

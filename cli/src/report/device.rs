@@ -125,7 +125,7 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer, leaked_device: &LeakClass) ->
         unified_memory: super::unified::section(t, sym),
         findings: Vec::new(),
     };
-    out.findings = findings(&out, leaked_device);
+    out.findings = findings(&out, leaked_device, t.detached());
     out.findings.extend(churn(&out));
     out.findings
         .extend(super::gpus::findings(&out.gpus, out.peak_bytes));
@@ -185,13 +185,22 @@ fn churn(s: &DeviceSection) -> Option<Finding> {
      ..Default::default() })
 }
 
-fn findings(s: &DeviceSection, leaked: &LeakClass) -> Vec<Finding> {
+fn findings(s: &DeviceSection, leaked: &LeakClass, detached: bool) -> Vec<Finding> {
     let mut v = Vec::new();
     if leaked.count > 0 {
+        // After a detach the process went on: what was allocated then may be freed later.
+        let (kind, what) = if detached {
+            (
+                "held_at_detach",
+                "was still allocated when memshim detached",
+            )
+        } else {
+            ("device_leak", "was never freed")
+        };
         v.push(Finding {
-            kind: "device_leak",
+            kind,
             text: format!(
-                "{} of device memory in {} from {} was never freed (largest: {} from one site)",
+                "{} of device memory in {} from {} {what} (largest: {} from one site)",
                 human_bytes(leaked.bytes),
                 crate::units::blocks(leaked.count, "block"),
                 crate::units::blocks(leaked.sites.len() as u64, "call site"),

@@ -91,6 +91,9 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> TorchSection {
             at.holders.clone()
         }
         None => {
+            if t.detached() {
+                out.held_when = "detach";
+            }
             out.held_time_s = secs(t.last_t);
             all.clone()
         }

@@ -4,7 +4,7 @@ use super::model::{
 };
 use super::owner::first_program_function;
 use super::sites::frames;
-use crate::analysis::transfers::{Direction, HostMemory, Totals, SIZE_BUCKETS};
+use crate::analysis::transfers::{Direction, HostMemory, Totals, SIZE_BUCKETS, SMALL_COPY};
 use crate::bench::ceilings::Ceilings;
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
@@ -12,8 +12,6 @@ use crate::units::human_bytes;
 
 /// Sites listed.
 const MAX_SITES: usize = 50;
-/// Copies at most this big are "small".
-const SMALL_COPY: u64 = 4 << 10;
 /// This many small copies are a storm.
 const STORM: u64 = 1000;
 /// A host buffer copied this often is worth keeping on the device.
@@ -71,6 +69,7 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer, ceilings: &[Ceilings]) -> Tra
             async_blocked_seconds: x.async_blocked_ns as f64 / 1e9,
             gpu_timed_count: x.gpu_timed_count,
             gpu_gbps: gpu_gbps(x),
+            small_count: x.small_count,
             frames: frames(t, sym, stack),
         })
         .collect();
@@ -86,7 +85,14 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer, ceilings: &[Ceilings]) -> Tra
         le_bytes: None,
         count: tr.histogram[SIZE_BUCKETS.len()],
     });
-    let mut findings = findings(t, &sites);
+    // The line that made the most small copies, looked for among every site, not only those
+    // listed (the list is ordered by bytes, which small copies rarely are).
+    let most_small = grouped
+        .iter()
+        .filter(|(_, x)| x.small_count > 0)
+        .max_by(|a, b| a.1.small_count.cmp(&b.1.small_count).then(b.0.cmp(a.0)))
+        .map(|(&(_, _, stack), x)| (frames(t, sym, stack), x.small_count));
+    let mut findings = findings(t, &sites, most_small);
     if let Some(g) = gpu {
         findings.extend(against_ceilings(&summary, g));
     }
@@ -158,7 +164,11 @@ fn timing(x: &Totals) -> (Option<f64>, Option<f64>) {
     (Some(s), gbps)
 }
 
-fn findings(t: &Replayed, sites: &[TransferSite]) -> Vec<Finding> {
+fn findings(
+    t: &Replayed,
+    sites: &[TransferSite],
+    most_small: Option<(Vec<crate::report::model::FrameOut>, u64)>,
+) -> Vec<Finding> {
     let tr = &t.transfers;
     let mut v = Vec::new();
     let top_site = |dir: &str, host: &str, only_async: bool| {
@@ -212,17 +222,13 @@ fn findings(t: &Replayed, sites: &[TransferSite]) -> Vec<Finding> {
     }
     let small: u64 = tr.histogram[..2].iter().sum::<u64>();
     if small >= STORM {
-        // The line that made the most of them: small on average, the most copies.
-        let most = sites
-            .iter()
-            .filter(|s| s.count > 0 && s.bytes / s.count <= SMALL_COPY)
-            .max_by_key(|s| s.count)
-            .and_then(|s| {
-                super::sites::program_site(&s.frames).map(|at| {
+        let most = most_small
+            .and_then(|(frames, n)| {
+                super::sites::program_site(&frames).map(|at| {
                     format!(
                         "; the most from {at} ({} {})",
-                        crate::units::thousands(s.count),
-                        if s.count == 1 { "copy" } else { "copies" }
+                        crate::units::thousands(n),
+                        if n == 1 { "copy" } else { "copies" }
                     )
                 })
             })

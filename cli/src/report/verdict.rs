@@ -124,7 +124,13 @@ fn process(p: &Process) -> Vec<Verdict> {
         // An interpreter frees little at exit: what its program and the libraries it loaded still
         // held then is not lost memory by itself (a leak that matters keeps growing, and is said
         // as growth), so it is said as held, not as a leak.
-        let (kind, what, to_do) = if p.python.is_some() {
+        let (kind, what, to_do) = if p.detached() {
+            (
+                "held_at_detach",
+                "still held when memshim detached",
+                fix("held_at_detach"),
+            )
+        } else if p.python.is_some() {
             (
                 "held_at_exit",
                 "still held when the process ended",
@@ -150,17 +156,22 @@ fn process(p: &Process) -> Vec<Verdict> {
     if p.python.is_none() {
         if let Some((bytes, count, _, top)) = own_leaks(p, &p.leaks.mmap) {
             if bytes >= 1 << 20 {
+                let (kind, when, to_do) = if p.detached() {
+                    ("held_at_detach", "when memshim detached", "held_at_detach")
+                } else {
+                    ("mapping_leak", "at the end", "leak")
+                };
                 v.push(item(
-                    "mapping_leak",
+                    kind,
                     bytes,
                     top.clone(),
                     format!(
-                        "{} in {count} anonymous mapping{} still mapped at the end; the most at {}",
+                        "{} in {count} anonymous mapping{} still mapped {when}; the most at {}",
                         human_bytes(bytes),
                         plural(count),
                         top.as_deref().unwrap_or("an unnamed site")
                     ),
-                    fix("leak"),
+                    fix(to_do),
                 ));
             }
         }
@@ -191,7 +202,10 @@ fn incomplete(p: &Process, v: &mut Vec<Verdict>) {
     const DOUBT: &str =
         "; frames are missing from this trace, so some of this may have been freed in them";
     for x in v.iter_mut() {
-        if matches!(x.kind, "leak" | "mapping_leak" | "held_at_exit" | "growth") {
+        if matches!(
+            x.kind,
+            "leak" | "mapping_leak" | "held_at_exit" | "held_at_detach" | "growth"
+        ) {
             x.severity = "low";
             x.text.push_str(DOUBT);
         }

@@ -90,6 +90,7 @@ pub fn fix(kind: &str) -> &'static str {
         "out_of_memory" | "torch_oom" => "hold less at the failing moment: smaller batches or buffers, free what is no longer needed first, or use a larger device",
         "capacity_bound" | "near_capacity" => "the device is nearly full: shrink the largest allocations or batch, or free cached memory between phases",
         "held_at_exit" => "nothing is lost: the process's end frees them; if it is more than the program should keep, drop the references (lists, caches, globals) that hold these tensors",
+        "held_at_detach" => "nothing is known to be lost: the process went on after memshim detached and may still free it; what grew while attached is said as growth; attach for longer to see whether it is kept",
         "trace_incomplete" => "give the trace room: a directory on a disk with space (memshim run -o DIR), no file-size limit, or less to record (--sample 512K); then run again",
         "device_leak" => "free device memory when done (cuMemFree / cudaFree / drop the tensors), or keep it on purpose",
         "gpu_idle" => "the GPU waits on input: load and prepare data ahead (more loader workers, pinned memory, prefetch)",

@@ -124,14 +124,14 @@ pub fn items(p: &Process, per_kind: usize) -> Vec<Verdict> {
     }
     if let Some(top) = t.held_at_end.sites.first() {
         let site = label(&top.frames);
-        let when = if t.held_when == "python_exit" {
-            "when Python began to exit"
-        } else {
-            "at the end of the trace"
+        let (kind, when) = match t.held_when {
+            "python_exit" => ("held_at_exit", "when Python began to exit"),
+            "detach" => ("held_at_detach", "when memshim detached"),
+            _ => ("held_at_exit", "at the end of the trace"),
         };
         v.push(item(
             p,
-            "held_at_exit",
+            kind,
             t.held_at_end.bytes,
             site.clone(),
             format!(
@@ -142,7 +142,7 @@ pub fn items(p: &Process, per_kind: usize) -> Vec<Verdict> {
                 human_bytes(top.bytes),
                 crate::units::blocks(top.count, "tensor")
             ),
-            fix("held_at_exit"),
+            fix(kind),
         ));
     }
     v

@@ -52,6 +52,9 @@ pub struct Totals {
     pub gpu_timed_count: u64,
     pub gpu_timed_bytes: u64,
     pub gpu_ns: u64,
+    /// Copies of at most [`SMALL_COPY`] bytes: a line that copies a large and a small tensor (a
+    /// batch and its labels) is a small-copy site even though its copies are large on average.
+    pub small_count: u64,
 }
 
 impl Totals {
@@ -67,6 +70,7 @@ impl Totals {
         self.gpu_timed_count += o.gpu_timed_count;
         self.gpu_timed_bytes += o.gpu_timed_bytes;
         self.gpu_ns += o.gpu_ns;
+        self.small_count += o.small_count;
     }
 
     fn add_gpu_time(&mut self, bytes: u64, ns: u64) {
@@ -78,6 +82,7 @@ impl Totals {
     fn add(&mut self, c: &Transfer) {
         self.count += 1;
         self.bytes += c.size;
+        self.small_count += u64::from(c.size <= SMALL_COPY);
         if c.api.is_async() {
             self.async_count += 1;
             self.async_blocked_ns += c.duration_ns;
@@ -90,7 +95,10 @@ impl Totals {
 }
 
 /// Upper bounds of the size histogram's buckets (the last bucket is everything above).
-pub const SIZE_BUCKETS: [u64; 5] = [64, 4 << 10, 64 << 10, 1 << 20, 16 << 20];
+pub const SIZE_BUCKETS: [u64; 5] = [64, SMALL_COPY, 64 << 10, 1 << 20, 16 << 20];
+
+/// Copies at most this big are "small": their fixed cost outweighs their bytes.
+pub const SMALL_COPY: u64 = 4 << 10;
 
 /// The transfers analysis state.
 #[derive(Default, Debug)]

@@ -154,3 +154,29 @@ fn gpu_times_join_their_copies_by_timer() {
     assert_eq!(t.timeline[0].1, 256, "the timeline shows the GPU time");
     assert_eq!(t.timeline[1].1, 100, "still in flight: the call's time");
 }
+
+#[test]
+fn a_site_that_copies_a_batch_and_its_labels_counts_its_small_copies() {
+    // One line uploads a 2 MiB batch and its 2 KiB labels each step: large on average, and yet it
+    // makes every small copy of the run.
+    let mut d = Device::default();
+    alloc(&mut d, DeviceMemory::Device, 0x1000_0000, 4 << 20);
+    let mut t = Transfers::default();
+    let mut h = Heap::default();
+    for _ in 0..3 {
+        for size in [2 << 20, 2 << 10] {
+            let c = copy(CopyApi::MemcpyHtoDAsync, 0x1000_0000, 0x50_0000, size, 5);
+            t.copy(0, 1, &c, &d, &mut h);
+        }
+    }
+    // Exactly at the bound is small; one byte over is not.
+    for size in [SMALL_COPY, SMALL_COPY + 1] {
+        let c = copy(CopyApi::MemcpyHtoDAsync, 0x1000_0000, 0x50_0000, size, 5);
+        t.copy(0, 1, &c, &d, &mut h);
+    }
+    let site = &t.by_site[&(Direction::HtoD, HostMemory::Pageable, 1)];
+    assert_eq!((site.count, site.small_count), (8, 4));
+    let mut twice = site.clone();
+    twice.absorb(site);
+    assert_eq!(twice.small_count, 8);
+}

@@ -172,18 +172,27 @@ impl Text {
                 human_bytes(f.live_device_bytes),
             )?;
         }
-        self.leaks("leaked device memory", "blocks", &p.leaks.device, out)?;
+        self.leaks(
+            &p.leak_title("device memory"),
+            "blocks",
+            &p.leaks.device,
+            out,
+        )?;
         for (title, unit, class) in [
-            ("leaked managed memory", "blocks", &p.leaks.managed),
-            ("leaked pinned host memory", "blocks", &p.leaks.pinned),
+            (p.leak_title("managed memory"), "blocks", &p.leaks.managed),
             (
-                "host memory still registered",
+                p.leak_title("pinned host memory"),
+                "blocks",
+                &p.leaks.pinned,
+            ),
+            (
+                "host memory still registered".to_string(),
                 "ranges",
                 &p.leaks.registered,
             ),
         ] {
             if class.count > 0 {
-                self.leaks(title, unit, class, out)?;
+                self.leaks(&title, unit, class, out)?;
             }
         }
         for f in &d.findings {

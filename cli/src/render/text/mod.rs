@@ -89,7 +89,7 @@ impl Text {
         if let Some(n) = h.totals_note {
             writeln!(out, "   {n}")?;
         }
-        self.leaks("leaked heap", "blocks", &p.leaks.host, out)?;
+        self.leaks(&p.leak_title("heap"), "blocks", &p.leaks.host, out)?;
         self.leaks(
             "anonymous mappings still mapped",
             "mappings",

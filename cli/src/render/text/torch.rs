@@ -121,6 +121,7 @@ impl Text {
         let c = &t.held_at_end;
         let when = match t.held_when {
             "python_exit" => format!("when Python began to exit ({:.2} s)", t.held_time_s),
+            "detach" => "when memshim detached".to_string(),
             _ => "at the end".to_string(),
         };
         if c.count == 0 {

@@ -166,6 +166,24 @@ pub struct Process {
     pub fragmentation: FragmentationSection,
 }
 
+impl Process {
+    /// True when the trace ended because `memshim attach` detached: the process went on, so what
+    /// was live then is held, not leaked.
+    pub fn detached(&self) -> bool {
+        self.end == Some("detached")
+    }
+
+    /// The heading of `memory` still live at the trace's end: "leaked heap", or "heap held at
+    /// detach" for a process that went on after the trace ended.
+    pub fn leak_title(&self, memory: &str) -> String {
+        if self.detached() {
+            format!("{memory} held at detach")
+        } else {
+            format!("leaked {memory}")
+        }
+    }
+}
+
 /// The Python interpreter of a process and whether its frames are in the stacks.
 #[derive(Serialize, Debug)]
 pub struct PythonOut {

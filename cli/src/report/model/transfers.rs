@@ -70,6 +70,8 @@ pub struct TransferSite {
     /// As in the summary rows.
     pub gpu_timed_count: u64,
     pub gpu_gbps: Option<f64>,
+    /// Copies of at most 4 KiB made here.
+    pub small_count: u64,
     pub frames: Vec<FrameOut>,
 }
 
