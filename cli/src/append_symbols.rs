@@ -148,18 +148,26 @@ fn trim_unwritten(path: &Path, end: u64) -> Result<bool> {
         .write(true)
         .open(path)
         .with_context(|| format!("cannot open {} to cut its unwritten end", path.display()))?;
-    file.seek(SeekFrom::Start(end))
-        .with_context(|| format!("cannot seek in {}", path.display()))?;
+    // Only what may hold data is read: the room is a hole where the file system keeps them.
+    let ranges = crate::file_holes::data_ranges(&file, end)
+        .with_context(|| format!("cannot find the data in {}", path.display()))?;
     let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file
-            .read(&mut buf)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        if n == 0 {
-            break;
-        }
-        if buf[..n].iter().any(|&b| b != 0) {
-            return Ok(false);
+    for (start, stop) in ranges {
+        file.seek(SeekFrom::Start(start))
+            .with_context(|| format!("cannot seek in {}", path.display()))?;
+        let mut left = stop - start;
+        while left > 0 {
+            let want = left.min(buf.len() as u64) as usize;
+            let n = file
+                .read(&mut buf[..want])
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            if n == 0 {
+                break;
+            }
+            if buf[..n].iter().any(|&b| b != 0) {
+                return Ok(false);
+            }
+            left -= n as u64;
         }
     }
     file.set_len(end)

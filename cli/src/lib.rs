@@ -12,6 +12,7 @@ pub mod byte_size;
 pub mod cmd;
 pub mod elf_kind;
 pub mod export;
+pub mod file_holes;
 pub mod find_trace;
 pub mod fuzz_entry;
 pub mod gate;
