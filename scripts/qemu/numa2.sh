@@ -87,7 +87,7 @@ fetch() {
     fi
     if [ -n "$kernel" ]; then
       local image
-      image=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-/{print $2; exit}')
+      image=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-/ && i == "" {i = $2} END {print i}')
       [ -n "$image" ] || die "apt knows no linux-image-amd64"
       apt-get download -qq -o APT::Sandbox::User=root "$image"
     fi
@@ -160,7 +160,10 @@ objs=("$stage/opt/memshim/memshim" "$stage/opt/memshim/libmemshim.so" "$stage/nu
 # Loaded with dlopen, so ldd of the programs does not list them: the shim's fast unwinder when the
 # host has it, and libgcc's.
 for soname in libunwind.so.8 libgcc_s.so.1; do
-  path=$(ldconfig -p | awk -v s="$soname" '$1 == s && /x86-64/ {print $NF; exit}')
+  # awk reads to the end: one that exits at its first match can leave ldconfig writing its next
+  # chunk into a closed pipe, and that SIGPIPE (status 141) ends this script under pipefail (CI
+  # failed so, now and then, when the machine was busy).
+  path=$(ldconfig -p | awk -v s="$soname" '$1 == s && /x86-64/ && p == "" {p = $NF} END {print p}')
   if [ -n "$path" ]; then objs+=("$path"); fi
 done
 for obj in "${objs[@]}"; do
