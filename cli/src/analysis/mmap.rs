@@ -1,6 +1,8 @@
 //! Anonymous mappings: ranges still mapped at the end, by the site that mapped them. munmap may cut a
 //! range anywhere, so ranges are kept as an interval map and split as needed. A mapping without
-//! access (`PROT_NONE`) is an address reservation, not memory.
+//! access (`PROT_NONE`) is an address reservation, not memory. Each site keeps its high-water history
+//! and when it gave most of it back, as the heap's sites do: allocator arenas (pymalloc's, a Python
+//! program's small objects) grow through mappings.
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -20,6 +22,11 @@ struct Range {
 pub struct Mappings {
     ranges: BTreeMap<u64, Range>,
     sites: HashMap<u32, SiteStats>,
+    /// A Python location's site: the first stack seen with those Python frames. Mappings count
+    /// by Python location as they are made, not afterwards: an allocator reaches `mmap` through
+    /// several native paths from one line, and the sum of their live bytes at each moment is only
+    /// known while replaying (high-water curves merged afterwards give a lower bound).
+    python_sites: HashMap<Vec<u64>, u32>,
     last_unmap_hit: HashMap<u32, bool>,
     /// Mappings created.
     pub maps: u64,
@@ -27,11 +34,13 @@ pub struct Mappings {
     pub live_bytes: u64,
     /// The most bytes mapped at once.
     pub peak_bytes: u64,
+    /// The last map or unmap (clock ns).
+    pub last_t: u64,
 }
 
 impl Mappings {
     /// A new anonymous mapping (or the new range of an mremap).
-    pub fn map(&mut self, tid: u32, m: &Map) {
+    pub fn map(&mut self, t: u64, tid: u32, m: &Map, frames: Option<&[u64]>) {
         if m.func == MapFn::Mremap && !self.last_unmap_hit.get(&tid).copied().unwrap_or(false) {
             // The old range was not one we tracked (a file mapping, or mapped before tracing).
             return;
@@ -39,7 +48,8 @@ impl Mappings {
         if m.len == 0 {
             return;
         }
-        self.remove(m.addr, m.len);
+        self.last_t = self.last_t.max(t);
+        self.remove(t, m.addr, m.len);
         // A mapping no one may touch only reserves addresses (Go's and the JVM's heaps, glibc's
         // thread arenas reserve far more than they use): no memory until parts of it are mapped
         // again with access, which are mappings of their own. Over a range already mapped it
@@ -47,31 +57,44 @@ impl Mappings {
         if m.prot == libc::PROT_NONE as u32 && m.func != MapFn::Mremap {
             return;
         }
+        let key = frames
+            .map(super::python_sites::python_key)
+            .unwrap_or_default();
+        let stack = if key.is_empty() {
+            m.stack
+        } else {
+            *self.python_sites.entry(key).or_insert(m.stack)
+        };
         self.ranges.insert(
             m.addr,
             Range {
                 end: m.addr + m.len,
-                stack: m.stack,
+                stack,
             },
         );
-        let site = self.sites.entry(m.stack).or_default();
+        let site = self.sites.entry(stack).or_default();
         site.allocations += 1;
         site.allocated_bytes += m.len;
         site.live_count += 1;
         site.live_bytes += m.len;
+        if site.live_bytes > site.high_water.high() {
+            site.released_t = None;
+        }
+        site.high_water.observe(t, site.live_bytes);
         self.maps += 1;
         self.live_bytes += m.len;
         self.peak_bytes = self.peak_bytes.max(self.live_bytes);
     }
 
     /// An unmapped range.
-    pub fn unmap(&mut self, tid: u32, u: &Unmap) {
-        let hit = self.remove(u.addr, u.len);
+    pub fn unmap(&mut self, t: u64, tid: u32, u: &Unmap) {
+        self.last_t = self.last_t.max(t);
+        let hit = self.remove(t, u.addr, u.len);
         self.last_unmap_hit.insert(tid, hit);
     }
 
     /// Removes [addr, addr+len) from every range; true if any tracked byte was removed.
-    fn remove(&mut self, addr: u64, len: u64) -> bool {
+    fn remove(&mut self, t: u64, addr: u64, len: u64) -> bool {
         let end = addr.saturating_add(len);
         let overlapping: Vec<(u64, Range)> = self
             .ranges
@@ -101,6 +124,10 @@ impl Mappings {
                     self.live_bytes += e - s;
                 }
             }
+            let site = self.sites.entry(r.stack).or_default();
+            if site.released_t.is_none() && site.live_bytes * 2 < site.high_water.high() {
+                site.released_t = Some(t);
+            }
         }
         hit
     }
@@ -120,9 +147,11 @@ fn site_add(sites: &mut HashMap<u32, SiteStats>, stack: u32, len: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use memshim_trace::FrameRef;
 
     fn map(m: &mut Mappings, func: MapFn, addr: u64, len: u64, stack: u32) {
         m.map(
+            0,
             1,
             &Map {
                 func,
@@ -132,6 +161,7 @@ mod tests {
                 flags: 0x22,
                 stack,
             },
+            None,
         );
     }
 
@@ -140,6 +170,7 @@ mod tests {
         let mut m = Mappings::default();
         let reserve = |m: &mut Mappings, addr, len| {
             m.map(
+                0,
                 1,
                 &Map {
                     func: MapFn::Mmap,
@@ -149,6 +180,7 @@ mod tests {
                     flags: 0x22,
                     stack: 7,
                 },
+                None,
             )
         };
         reserve(&mut m, 0x10_0000, 64 << 20);
@@ -169,6 +201,7 @@ mod tests {
         let mut m = Mappings::default();
         map(&mut m, MapFn::Mmap, 0x1000, 0x3000, 1);
         m.unmap(
+            0,
             1,
             &Unmap {
                 addr: 0x2000,
@@ -179,6 +212,7 @@ mod tests {
         assert_eq!(m.sites()[&1].live_count, 2);
         // mremap of an untracked (file) range is ignored.
         m.unmap(
+            0,
             1,
             &Unmap {
                 addr: 0x9000,
@@ -189,6 +223,7 @@ mod tests {
         assert_eq!(m.live_bytes, 0x2000);
         // mremap of a tracked range moves it.
         m.unmap(
+            0,
             1,
             &Unmap {
                 addr: 0x1000,
@@ -200,5 +235,45 @@ mod tests {
         assert_eq!(m.peak_bytes, 0x5000);
         assert_eq!(m.sites()[&1].live_bytes, 0x1000);
         assert_eq!(m.sites()[&3].live_bytes, 0x4000);
+    }
+
+    #[test]
+    fn arenas_mapped_one_by_one_climb_and_their_release_is_timed() {
+        // pymalloc's way: a 1 MiB arena at a time from one line of Python, through two native
+        // paths (stacks 4 and 5), then all given back: one site whose curve is their sum.
+        let mut m = Mappings::default();
+        for i in 0..8u64 {
+            m.map(
+                (i + 1) * 1000,
+                1,
+                &Map {
+                    func: MapFn::Mmap,
+                    addr: 0x100_0000 + (i << 20),
+                    len: 1 << 20,
+                    prot: 3,
+                    flags: 0x22,
+                    stack: if i % 2 == 0 { 4 } else { 5 },
+                },
+                Some(&[0x10 + (i % 2), FrameRef::python(1, 8)]),
+            );
+        }
+        assert!(!m.sites().contains_key(&5), "one site for the line");
+        let s = &m.sites()[&4];
+        assert_eq!(s.high_water.points.len(), 8);
+        assert_eq!(s.high_water.high(), 8 << 20);
+        assert_eq!(s.released_t, None);
+        // Half of it unmapped is not yet given back; one more arena is.
+        for (i, t) in [(0u64, 9000u64), (1, 9100), (2, 9200), (3, 9300), (4, 9400)] {
+            m.unmap(
+                t,
+                1,
+                &Unmap {
+                    addr: 0x100_0000 + (i << 20),
+                    len: 1 << 20,
+                },
+            );
+        }
+        assert_eq!(m.sites()[&4].released_t, Some(9400));
+        assert_eq!(m.last_t, 9400);
     }
 }

@@ -10,6 +10,15 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::SiteStats;
 
+/// The Python frames of a stack, the key its site is grouped by (empty for a native-only stack).
+pub fn python_key(frames: &[u64]) -> Vec<u64> {
+    frames
+        .iter()
+        .copied()
+        .filter(|&f| matches!(FrameRef::decode(f), FrameRef::Python { .. }))
+        .collect()
+}
+
 /// Maps each stack id whose Python frames another, smaller stack id shares to that id.
 pub fn groups(stacks: &HashMap<u32, Vec<u64>>) -> HashMap<u32, u32> {
     let mut ids: Vec<u32> = stacks.keys().copied().collect();
@@ -17,11 +26,7 @@ pub fn groups(stacks: &HashMap<u32, Vec<u64>>) -> HashMap<u32, u32> {
     let mut first: HashMap<Vec<u64>, u32> = HashMap::default();
     let mut out = HashMap::default();
     for id in ids {
-        let key: Vec<u64> = stacks[&id]
-            .iter()
-            .copied()
-            .filter(|&f| matches!(FrameRef::decode(f), FrameRef::Python { .. }))
-            .collect();
+        let key = python_key(&stacks[&id]);
         if key.is_empty() {
             continue;
         }
@@ -49,11 +54,7 @@ pub fn groups_by_weight(
     let mut best: HashMap<Vec<u64>, (u64, u32)> = HashMap::default();
     let mut keys: Vec<(u32, Vec<u64>)> = Vec::new();
     for id in ids {
-        let key: Vec<u64> = stacks[&id]
-            .iter()
-            .copied()
-            .filter(|&f| matches!(FrameRef::decode(f), FrameRef::Python { .. }))
-            .collect();
+        let key = python_key(&stacks[&id]);
         if key.is_empty() {
             continue;
         }

@@ -166,6 +166,7 @@ fn growth(procs: &[Process]) -> Option<String> {
             p.growth
                 .host
                 .iter()
+                .chain(&p.growth.mappings)
                 .chain(&p.growth.device)
                 .chain(&p.torch.growth)
                 .map(move |g| (p, g))

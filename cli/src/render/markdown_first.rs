@@ -88,6 +88,7 @@ pub fn peak(p: &Process, out: &mut dyn Write) -> io::Result<()> {
 pub fn growth(p: &Process, top: usize, out: &mut dyn Write) -> io::Result<()> {
     for (what, list) in [
         ("host heap", &p.growth.host),
+        ("anonymous mappings", &p.growth.mappings),
         ("device memory", &p.growth.device),
     ] {
         if list.is_empty() {

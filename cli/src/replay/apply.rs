@@ -59,11 +59,12 @@ pub(super) fn apply(r: &mut Replayed, ev: Event) {
             r.heap.realloc_failed(ev.tid, f.addr);
         }
         Record::Map(m) => {
-            r.mmap.map(ev.tid, &m);
+            let frames = r.stacks.get(&m.stack).map(Vec::as_slice);
+            r.mmap.map(ev.t, ev.tid, &m, frames);
             r.program_peak
                 .observe(ev.t, r.heap.live_bytes, r.mmap.live_bytes);
         }
-        Record::Unmap(u) => r.mmap.unmap(ev.tid, &u),
+        Record::Unmap(u) => r.mmap.unmap(ev.t, ev.tid, &u),
         Record::Stack(s) => {
             r.stacks.insert(s.id, s.frames);
         }

@@ -53,6 +53,7 @@ pub fn apply(report: &mut Report, f: &Filter) {
         }
         p.growth.host.retain(|g| g.live_bytes >= f.min_bytes);
         p.growth.device.retain(|g| g.live_bytes >= f.min_bytes);
+        p.growth.mappings.retain(|g| g.live_bytes >= f.min_bytes);
         p.growth.released.retain(|g| g.peak_bytes >= f.min_bytes);
         p.heap.peak_sites.retain(|s| s.bytes >= f.min_bytes);
         p.transfers.sites.retain(|s| s.bytes >= f.min_bytes);

@@ -15,6 +15,10 @@ const HOST_MIN_BYTES: u64 = 64 << 10;
 /// Device sites below this never count as growing.
 const DEVICE_MIN_BYTES: u64 = 1 << 20;
 
+/// Mapping sites below this never count as growing: an allocator maps arenas of 64 KiB to 64 MiB,
+/// and one or two of them are its start, not growth.
+const MAPPINGS_MIN_BYTES: u64 = 4 << 20;
+
 /// The growth section of one process.
 pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
     let start = t.header.clock_start_ns;
@@ -26,6 +30,15 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
         host_sites.iter().map(|(k, v)| (*k, v)),
         t.heap.last_t,
         HOST_MIN_BYTES,
+    );
+    let map_sites = regroup(
+        t.mmap.sites(),
+        &super::sites::weighted_groups(t, t.mmap.sites()),
+    );
+    let mappings = growing(
+        map_sites.iter().map(|(k, v)| (*k, v)),
+        t.mmap.last_t,
+        MAPPINGS_MIN_BYTES,
     );
     let dev_heaps: Vec<_> = [DeviceMemory::Device, DeviceMemory::Physical]
         .iter()
@@ -40,7 +53,11 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
         DEVICE_MIN_BYTES,
     );
     let mut findings = Vec::new();
-    for (what, list) in [("host heap", &host), ("device memory", &device)] {
+    for (what, list) in [
+        ("host heap", &host),
+        ("anonymous mappings", &mappings),
+        ("device memory", &device),
+    ] {
         if let Some(top) = list.first() {
             let at = super::sites::program_site(&frames(t, sym, top.stack))
                 .map(|s| format!(", {s},"))
@@ -61,17 +78,28 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
     }
     let secs = |ns: u64| ns.saturating_sub(start) as f64 / 1e9;
     let mut released = Vec::new();
-    for (memory, sites, min) in [
-        ("host", &host_sites, HOST_MIN_BYTES),
-        ("device", &dev_sites, DEVICE_MIN_BYTES),
+    for (memory, what, sites, min) in [
+        ("host", "host", &host_sites, HOST_MIN_BYTES),
+        (
+            "mappings",
+            "anonymous mappings",
+            &map_sites,
+            MAPPINGS_MIN_BYTES,
+        ),
+        ("device", "device", &dev_sites, DEVICE_MIN_BYTES),
     ] {
         // Smaller climbs given back are the interpreter's and the libraries' own comings and goings.
         for r in super::released::released(sites, min.max(1 << 20)) {
             let frames = frames(t, sym, r.stack);
+            let memory_at = if memory == "mappings" {
+                what.to_string()
+            } else {
+                format!("{what} memory")
+            };
             findings.push(Finding {
                 kind: "released_growth",
                 text: format!(
-                    "{memory} memory at {} grew from {} at {:.2} s to {} at {:.2} s and was given back at {:.2} s",
+                    "{memory_at} at {} grew from {} at {:.2} s to {} at {:.2} s and was given back at {:.2} s",
                     super::site_label::finding_place(&frames),
                     human_bytes(r.from.1),
                     secs(r.from.0),
@@ -94,6 +122,8 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
             });
         }
     }
+    // One list, largest peak first, whichever memory it was.
+    released.sort_by_key(|r| std::cmp::Reverse(r.peak_bytes));
     let mut out = |g: &Growing| GrowthSite {
         from_bytes: g.from.1,
         from_time_s: secs(g.from.0),
@@ -104,18 +134,21 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
         frames: frames(t, sym, g.stack),
     };
     let host: Vec<GrowthSite> = host.iter().map(&mut out).collect();
+    let mappings: Vec<GrowthSite> = mappings.iter().map(&mut out).collect();
     let device: Vec<GrowthSite> = device.iter().map(&mut out).collect();
     // The growth findings name their fastest site, known once its frames are.
-    for (f, fastest) in findings
-        .iter_mut()
-        .filter(|f| f.kind == "growth")
-        .zip(host.first().into_iter().chain(device.first()))
-    {
+    for (f, fastest) in findings.iter_mut().filter(|f| f.kind == "growth").zip(
+        host.first()
+            .into_iter()
+            .chain(mappings.first())
+            .chain(device.first()),
+    ) {
         f.site = super::site_label::label(&fastest.frames);
     }
     GrowthSection {
         host,
         device,
+        mappings,
         released,
         findings,
     }

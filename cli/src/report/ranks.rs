@@ -67,7 +67,9 @@ pub fn section(processes: &[Process]) -> Option<RanksSection> {
                 peak_device_bytes: p.device.peak_bytes,
                 leaked_device_bytes: p.leaks.device.bytes,
                 leaked_host_bytes: p.leaks.host.program_bytes,
-                growing_sites: (p.growth.host.len() + p.growth.device.len()) as u64,
+                growing_sites: (p.growth.host.len()
+                    + p.growth.mappings.len()
+                    + p.growth.device.len()) as u64,
                 htod_bytes: by("HtoD"),
                 dtoh_bytes: by("DtoH"),
                 dtod_bytes: by("DtoD"),

@@ -129,6 +129,12 @@ pub fn redact(report: &mut Report, r: &Redactions) {
             .chain(p.growth.device.iter_mut().flat_map(|g| g.frames.iter_mut()))
             .chain(
                 p.growth
+                    .mappings
+                    .iter_mut()
+                    .flat_map(|g| g.frames.iter_mut()),
+            )
+            .chain(
+                p.growth
                     .released
                     .iter_mut()
                     .flat_map(|g| g.frames.iter_mut()),

@@ -95,6 +95,7 @@ fn process(p: &Process) -> Vec<Verdict> {
     let mut v = Vec::new();
     for (memory, list) in [
         ("heap", &p.growth.host),
+        ("anonymous mappings", &p.growth.mappings),
         ("device memory", &p.growth.device),
     ] {
         let shown = list
@@ -108,10 +109,10 @@ fn process(p: &Process) -> Vec<Verdict> {
         !torch || r.memory != "device" || !super::verdict_torch::through_cache(&r.frames)
     });
     for r in released.take(SITES_PER_PROCESS) {
-        let memory = if r.memory == "device" {
-            "device memory"
-        } else {
-            "heap"
+        let memory = match r.memory {
+            "device" => "device memory",
+            "mappings" => "anonymous mappings",
+            _ => "heap",
         };
         let climb = Climb {
             from: (r.from_bytes, r.from_time_s),

@@ -279,6 +279,7 @@ fn growth(p: &Process, now_s: f64) -> Vec<String> {
     }
     let mut sites: Vec<(&'static str, &crate::report::model::GrowthSite)> = Vec::new();
     sites.extend(p.growth.host.iter().map(|g| ("heap", g)));
+    sites.extend(p.growth.mappings.iter().map(|g| ("mappings", g)));
     sites.extend(p.growth.device.iter().map(|g| ("device", g)));
     sites.sort_by(|a, b| b.1.rate_bytes_per_s.total_cmp(&a.1.rate_bytes_per_s));
     for (what, g) in sites.into_iter().take(GROWTH_SITES) {

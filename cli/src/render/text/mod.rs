@@ -205,6 +205,7 @@ impl Text {
     fn growth(&self, p: &Process, out: &mut dyn Write) -> io::Result<()> {
         for (what, list) in [
             ("host heap", &p.growth.host),
+            ("anonymous mappings", &p.growth.mappings),
             ("device memory", &p.growth.device),
         ] {
             if list.is_empty() {

@@ -11,8 +11,11 @@ pub struct GrowthSection {
     pub host: Vec<GrowthSite>,
     /// Device memory sites, fastest first.
     pub device: Vec<GrowthSite>,
-    /// Host heap and device (driver) sites whose memory climbed over most of a stretch and was
-    /// given back before the end, largest peak first.
+    /// Anonymous-mapping sites (allocator arenas: pymalloc's hold a Python program's small
+    /// objects), fastest first.
+    pub mappings: Vec<GrowthSite>,
+    /// Host heap, anonymous-mapping and device (driver) sites whose memory climbed over most of a
+    /// stretch and was given back before the end, largest peak first.
     pub released: Vec<ReleasedSite>,
     pub findings: Vec<Finding>,
 }
@@ -20,7 +23,8 @@ pub struct GrowthSection {
 /// Growth given back before the end.
 #[derive(Serialize, Debug)]
 pub struct ReleasedSite {
-    /// "host" (the heap) or "device" (device memory, as the driver handed it out).
+    /// "host" (the heap), "mappings" (anonymous mappings) or "device" (device memory, as the
+    /// driver handed it out).
     pub memory: &'static str,
     /// Live bytes at the first high-water point, and when (seconds since start).
     pub from_bytes: u64,
