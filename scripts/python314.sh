@@ -88,10 +88,11 @@ mv "$r/usr/bin" "$r/usr/lib" "$r/usr/include" "$prefix/"
 # bookworm has none for 3.14: put the real one where sysconfig's include path names it.
 multi=$prefix/include/x86_64-linux-gnu/python3.14/pyconfig.h
 [ -f "$multi" ] && cp "$multi" "$prefix/include/python3.14/pyconfig.h"
+# unstable's C library and the interpreter's libraries, apart from the system's. (libc6 keeps them in
+# /usr/lib since Debian merged /usr; an older one kept them in /lib.)
 libs=$prefix/glibc
-mkdir -p "$libs"
-cp -a "$r"/usr/lib/x86_64-linux-gnu/. "$libs/" 2>/dev/null || true
-cp -a "$prefix"/lib/x86_64-linux-gnu/. "$libs/" 2>/dev/null || true
+mv "$prefix/lib/x86_64-linux-gnu" "$libs"
+if [ -d "$r/lib/x86_64-linux-gnu" ]; then cp -a "$r/lib/x86_64-linux-gnu/." "$libs/"; fi
 [ -e "$libs/ld-linux-x86-64.so.2" ] || die "unstable's libc6 has no ld-linux-x86-64.so.2"
 # DT_RPATH, unlike DT_RUNPATH, also serves the libraries that the extension modules load.
 patchelf --set-interpreter "$libs/ld-linux-x86-64.so.2" --force-rpath --set-rpath "$libs" "$python"
