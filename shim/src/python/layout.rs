@@ -58,11 +58,11 @@ pub struct Layout {
     pub chain: Chain,
     /// Offsets in a frame of its code object and of the next older frame.
     pub frame_code: usize,
+    pub frame_previous: usize,
     /// Low bits of the word at `frame_code` that are tags, not address: 3.14's `f_executable` is a
     /// `_PyStackRef` (`Py_TAG_BITS`, 3 in the default build; the code object of a frame can carry
     /// `Py_TAG_REFCNT`, and an entry frame's `None` does).
     pub frame_code_tags: usize,
-    pub frame_previous: usize,
     pub line: Line,
     /// Offsets in `PyCodeObject`.
     pub code_filename: usize,
