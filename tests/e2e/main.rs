@@ -33,6 +33,7 @@ mod page;
 mod process;
 mod pytest_plugin;
 mod python;
+mod python_calls;
 mod regression;
 mod released;
 mod report;

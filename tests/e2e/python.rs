@@ -1,5 +1,5 @@
 //! Python frames: `examples/python/leaks/python_leaks.py` leaks from named functions through ctypes'
-//! malloc, a bytearray, a C extension and a thread; every CPython 3.9-3.13 found on the machine runs
+//! malloc, a bytearray, a C extension and a thread; every CPython 3.9-3.14 found on the machine runs
 //! it under `memshim run`, and each leak site must name the function, file and line exactly.
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -14,8 +14,9 @@ fn leaks_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/python/leaks")
 }
 
-/// The CPython interpreters to test: `python3` on PATH and every pyenv 3.9-3.13, each by the real
-/// path of its executable (pyenv's `python3` is a shell script that runs several processes).
+/// The CPython interpreters to test: `python3` on PATH, every pyenv 3.9-3.14, and the 3.14 that
+/// `scripts/python314.sh` puts into `~/.cache/memshim/python3.14`, each by the real path of its
+/// executable (pyenv's `python3` is a shell script that runs several processes).
 pub(crate) fn interpreters() -> Vec<PathBuf> {
     let mut found = Vec::new();
     let real = |cmd: &Path| -> Option<PathBuf> {
@@ -41,7 +42,7 @@ pub(crate) fn interpreters() -> Vec<PathBuf> {
                 .strip_prefix("3.")
                 .and_then(|r| r.split('.').next())
                 .and_then(|m| m.parse().ok());
-            if let Some(m) = minor.filter(|m| (9..=13).contains(m)) {
+            if let Some(m) = minor.filter(|m| (9..=14).contains(m)) {
                 let exe = e.path().join("bin").join(format!("python3.{m}"));
                 if let Some(p) = real(&exe) {
                     found.push(p);
@@ -52,6 +53,14 @@ pub(crate) fn interpreters() -> Vec<PathBuf> {
     found.sort();
     found.dedup();
     assert!(!found.is_empty(), "no python3 on PATH: CI installs one");
+    // Last, so that the tests that take the first interpreter keep the one they had.
+    let cached = std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".cache/memshim/python3.14/bin/python3.14"));
+    if let Some(p) = cached.as_deref().and_then(real) {
+        if !found.contains(&p) {
+            found.push(p);
+        }
+    }
     found
 }
 

@@ -7,7 +7,7 @@
 //! CPython function is called. Lines come from decoding the code object's line table here (3.11+);
 //! before 3.11 a lent frame gets its function's first line.
 use super::codes;
-use super::layout::{Layout, BYTES_DATA, BYTES_SIZE};
+use super::layout::{Layout, BYTES_DATA, BYTES_SIZE, TSTATE_NEXT};
 use super::linetable::line_at;
 use super::memory::{Checked, Memory};
 use super::runtime::Runtime;
@@ -18,8 +18,6 @@ use memshim_trace::FrameRef;
 const MAX_THREADS: usize = 4096;
 /// Longest line table read.
 const MAX_TABLE: usize = 4096;
-/// `PyThreadState.next` (the same in every supported version).
-const TSTATE_NEXT: usize = 8;
 
 /// Writes the main thread's Python frames into `out` (innermost first) unless `own` is the main
 /// thread; returns how many.

@@ -2,9 +2,12 @@
 //! release builds). Plain data: nothing here reads memory.
 //!
 //! The offsets come from CPython's headers (`Include/cpython/pystate.h`, `Include/internal/
-//! pycore_frame.h`, `Include/cpython/code.h`, `Include/cpython/unicodeobject.h`) of each version. A
-//! debug or free-threaded build lays them out differently: the runtime check in `verify` catches
-//! that and turns Python frames off instead of reading the wrong words.
+//! pycore_frame.h` or, from 3.14, `pycore_interpframe_structs.h`, `Include/cpython/code.h`,
+//! `Include/cpython/unicodeobject.h`) of each version; `scripts/python-layout.c` prints them from an
+//! installed interpreter's headers and the `layout_probe` test compares. A debug or free-threaded
+//! build lays them out differently: the runtime check in `verify` catches that and turns Python
+//! frames off instead of reading the wrong words (from 3.14 the interpreter's own debug offsets are
+//! compared first, see `debug_offsets`).
 
 /// How a thread's frames are chained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,11 +21,14 @@ pub enum Chain {
         cframe_current: usize,
         is_entry: usize,
     },
-    /// 3.12 (through `cframe`) and 3.13 (directly): each `_PyEval_EvalFrameDefault` invocation
-    /// pushes an entry frame owned by the C stack below the frames it runs.
+    /// 3.12 (through `cframe`), 3.13 and 3.14 (directly): each `_PyEval_EvalFrameDefault`
+    /// invocation pushes an entry frame below the frames it runs, told by its `owner` byte.
     EntryFrames {
         cframe_current: Option<usize>,
         owner: usize,
+        /// The entry frame's owner: `FRAME_OWNED_BY_CSTACK` (3) in 3.12 and 3.13. 3.14 inserted
+        /// `FRAME_OWNED_BY_INTERPRETER` at 3, moving `FRAME_OWNED_BY_CSTACK` to 4, and gives the
+        /// entry frame the new one: still 3 (4 is assigned to no frame there).
         owned_by_cstack: u8,
     },
 }
@@ -46,12 +52,17 @@ pub enum Line {
 pub struct Layout {
     /// The minor version (3.x).
     pub minor: u32,
-    /// Offset in `PyThreadState` of the frame pointer (3.9, 3.10, 3.13) or `cframe` (3.11, 3.12).
+    /// Offset in `PyThreadState` of the frame pointer (3.9, 3.10, 3.13, 3.14) or `cframe` (3.11,
+    /// 3.12).
     pub tstate_frame: usize,
     pub chain: Chain,
     /// Offsets in a frame of its code object and of the next older frame.
     pub frame_code: usize,
     pub frame_previous: usize,
+    /// Low bits of the word at `frame_code` that are tags, not address: 3.14's `f_executable` is a
+    /// `_PyStackRef` (`Py_TAG_BITS`, 3 in the default build; the code object of a frame can carry
+    /// `Py_TAG_REFCNT`, and an entry frame's `None` does).
+    pub frame_code_tags: usize,
     pub line: Line,
     /// Offsets in `PyCodeObject`.
     pub code_filename: usize,
@@ -66,6 +77,8 @@ pub struct Layout {
     /// characters start.
     pub ascii_size: usize,
     pub compact_size: usize,
+    /// Where the fields above lie in the interpreter's own `_Py_DebugOffsets` (3.14), to compare.
+    pub debug: Option<&'static DebugOffsets>,
 }
 
 /// `PyObject.ob_type`.
@@ -74,9 +87,14 @@ pub const OB_TYPE: usize = 8;
 pub const STR_LENGTH: usize = 16;
 pub const STR_STATE: usize = 32;
 
+/// `PyThreadState.next` (the same in every supported version).
+pub const TSTATE_NEXT: usize = 8;
+
 /// `PyBytesObject`: its length and where its bytes start (the same in every supported version).
 pub const BYTES_SIZE: usize = 16;
 pub const BYTES_DATA: usize = 32;
+
+pub use super::debug_offsets::DebugOffsets;
 
 impl Layout {
     /// Offset in a frame of its instruction pointer (3.11+).
@@ -99,12 +117,13 @@ pub fn supported() -> String {
     v.join(", ")
 }
 
-static LAYOUTS: [Layout; 5] = [
+static LAYOUTS: [Layout; 6] = [
     Layout {
         minor: 9,
         tstate_frame: 24,
         chain: Chain::FrameObjects,
         frame_code: 32,
+        frame_code_tags: 0,
         frame_previous: 24,
         line: Line::Lasti {
             offset: 104,
@@ -117,12 +136,14 @@ static LAYOUTS: [Layout; 5] = [
         code_adaptive: None,
         ascii_size: 48,
         compact_size: 72,
+        debug: None,
     },
     Layout {
         minor: 10,
         tstate_frame: 24,
         chain: Chain::FrameObjects,
         frame_code: 32,
+        frame_code_tags: 0,
         frame_previous: 24,
         line: Line::Lasti {
             offset: 96,
@@ -135,6 +156,7 @@ static LAYOUTS: [Layout; 5] = [
         code_adaptive: None,
         ascii_size: 48,
         compact_size: 72,
+        debug: None,
     },
     Layout {
         minor: 11,
@@ -144,6 +166,7 @@ static LAYOUTS: [Layout; 5] = [
             is_entry: 68,
         },
         frame_code: 32,
+        frame_code_tags: 0,
         frame_previous: 48,
         line: Line::PrevInstr { offset: 56 },
         code_filename: 112,
@@ -153,6 +176,7 @@ static LAYOUTS: [Layout; 5] = [
         code_adaptive: Some(184),
         ascii_size: 48,
         compact_size: 72,
+        debug: None,
     },
     Layout {
         minor: 12,
@@ -163,6 +187,7 @@ static LAYOUTS: [Layout; 5] = [
             owned_by_cstack: 3,
         },
         frame_code: 0,
+        frame_code_tags: 0,
         frame_previous: 8,
         line: Line::Api { instr: 56 },
         code_filename: 112,
@@ -172,6 +197,7 @@ static LAYOUTS: [Layout; 5] = [
         code_adaptive: Some(192),
         ascii_size: 40,
         compact_size: 56,
+        debug: None,
     },
     Layout {
         minor: 13,
@@ -182,6 +208,7 @@ static LAYOUTS: [Layout; 5] = [
             owned_by_cstack: 3,
         },
         frame_code: 0,
+        frame_code_tags: 0,
         frame_previous: 8,
         line: Line::Api { instr: 56 },
         code_filename: 112,
@@ -191,6 +218,28 @@ static LAYOUTS: [Layout; 5] = [
         code_adaptive: Some(200),
         ascii_size: 40,
         compact_size: 56,
+        debug: None,
+    },
+    Layout {
+        minor: 14,
+        tstate_frame: 72,
+        chain: Chain::EntryFrames {
+            cframe_current: None,
+            owner: 74,
+            owned_by_cstack: 3,
+        },
+        frame_code: 0,
+        frame_code_tags: 3,
+        frame_previous: 8,
+        line: Line::Api { instr: 56 },
+        code_filename: 112,
+        code_name: 128,
+        code_firstlineno: 68,
+        code_linetable: Some(136),
+        code_adaptive: Some(208),
+        ascii_size: 40,
+        compact_size: 56,
+        debug: Some(&super::debug_offsets::PY314),
     },
 ];
 
@@ -226,12 +275,12 @@ mod tests {
 
     #[test]
     fn every_supported_version_has_one_layout() {
-        for minor in 9..=13 {
+        for minor in 9..=14 {
             assert_eq!(for_minor(minor).map(|l| l.minor), Some(minor));
         }
         assert!(for_minor(8).is_none());
-        assert!(for_minor(14).is_none());
-        assert_eq!(supported(), "3.9, 3.10, 3.11, 3.12, 3.13");
+        assert!(for_minor(15).is_none());
+        assert_eq!(supported(), "3.9, 3.10, 3.11, 3.12, 3.13, 3.14");
     }
 
     #[test]

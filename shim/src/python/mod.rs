@@ -1,4 +1,4 @@
-//! Python frames in native stacks: when the process runs CPython 3.9 to 3.13, every captured stack
+//! Python frames in native stacks: when the process runs CPython 3.9 to 3.14, every captured stack
 //! gets the calling thread's Python frames (function, file, line) merged in where the interpreter's
 //! `_PyEval_EvalFrameDefault` frames stand; native frames above and below stay.
 //!
@@ -15,14 +15,18 @@
 //!
 //! Why a wrong layout cannot crash the program: before the first direct read, the layout is checked
 //! once against a live frame chain with reads that fail instead of faulting (`process_vm_readv`):
-//! every code object must be a `PyCode_Type` with `str` names. A version it does not know, a debug or
-//! free-threaded build, or a failed check leaves stacks native-only, and the trace says why (a
-//! `Python` record, shown by the report).
+//! every code object must be a `PyCode_Type` with `str` names (from 3.14, the interpreter's own
+//! debug offsets must first agree with the layout, see `debug_offsets`). A version it does not
+//! know, a debug or free-threaded build, or a failed check leaves stacks native-only, and the trace
+//! says why (a `Python` record, shown by the report).
 //!
 //! Never: take the GIL, call anything that allocates, counts references or runs Python code.
 mod borrow;
 mod codes;
+mod debug_offsets;
 mod layout;
+#[cfg(test)]
+mod layout_probe;
 mod linetable;
 mod memory;
 mod runtime;

@@ -108,6 +108,9 @@ fn from_handle(h: *mut c_void) -> Found {
             return Found::Unsupported(version, why);
         }
     };
+    if let Some(why) = layout.debug.and_then(|d| self_described(h, layout, d)) {
+        return Found::Unsupported(version, why);
+    }
     let code_type = sym(h, c"PyCode_Type");
     let unicode_type = sym(h, c"PyUnicode_Type");
     let finalizing = match sym(h, c"Py_IsFinalizing") {
@@ -150,6 +153,28 @@ fn from_handle(h: *mut c_void) -> Found {
         }
     };
     Found::Supported(rt)
+}
+
+/// Why frames stay off for a build whose layout the interpreter itself contradicts: a debug build
+/// (`Py_REF_DEBUG`, which `Py_DEBUG` implies, exports its reference total), or `_PyRuntime`'s debug
+/// offsets disagreeing with `layout` (a free-threaded build says so there). `None` when they agree.
+fn self_described(h: *mut c_void, layout: &Layout, d: &layout::DebugOffsets) -> Option<String> {
+    if sym(h, c"_Py_GetGlobalRefTotal") != 0 || sym(h, c"_Py_NegativeRefcount") != 0 {
+        return Some(format!(
+            "it is a debug build: memshim reads the frames of CPython 3.{}'s release build only",
+            layout.minor
+        ));
+    }
+    let runtime = sym(h, c"_PyRuntime");
+    if runtime == 0 {
+        return Some(
+            "the interpreter does not export _PyRuntime, whose debug offsets memshim checks".into(),
+        );
+    }
+    use super::memory::{Checked, Memory};
+    // Checked reads: the words are the interpreter's, but nothing about them is trusted yet.
+    let read = |at: usize| Checked.word(runtime + at).map(|w| w as u64);
+    d.check(layout, read).err()
 }
 
 /// The start and end of the function at `addr`, from its ELF symbol's size.

@@ -2,8 +2,9 @@
 //! `_PyEval_EvalFrameDefault` invocation's frames end and the next older one's begin.
 //!
 //! Reads: `PyThreadState` (the frame pointer, or `cframe` and its `current_frame`), each frame's code
-//! object, its link to the older frame, and the entry marker of its version (see [`Chain`]). Every
-//! code object is checked to be a `PyCode_Type` before it is used; anything else ends the walk.
+//! object (a tagged reference from 3.14, its tag bits cleared), its link to the older frame, and the
+//! entry marker of its version (see [`Chain`]). Every code object is checked to be a `PyCode_Type`
+//! before it is used; anything else ends the walk.
 //! Never: write, call into the interpreter, or follow more than [`MAX_WALK`] links.
 use super::layout::{Chain, Layout, OB_TYPE};
 use super::memory::Memory;
@@ -80,7 +81,7 @@ pub fn walk<M: Memory>(
                 return Ok(());
             }
         } else {
-            let code = read(frame + l.frame_code)?;
+            let code = read(frame + l.frame_code)? & !l.frame_code_tags;
             if read(code + OB_TYPE)? != code_type {
                 return Err(Bad::NotCode(code));
             }
@@ -185,6 +186,45 @@ mod tests {
                 Step::Boundary
             ]
         );
+    }
+
+    #[test]
+    fn python_3_14_stackrefs_lose_their_tag_and_entry_frames_still_split() {
+        let l = for_minor(14).unwrap();
+        let Chain::EntryFrames {
+            owner,
+            owned_by_cstack,
+            ..
+        } = l.chain
+        else {
+            panic!("3.14 pushes entry frames")
+        };
+        let mut f = Fake::new();
+        let (tstate, code, none) = (f.at(0), f.at(200), f.at(250));
+        let (inner, entry, outer) = (f.at(300), f.at(400), f.at(500));
+        f.set(code + OB_TYPE, CODE_TYPE as u64);
+        f.set(tstate + l.tstate_frame, inner as u64);
+        // A deferred or immortal reference has Py_TAG_REFCNT (bit 0) set; the entry frame holds
+        // PyStackRef_None, tagged too, and is never read as code.
+        f.set(inner + l.frame_code, code as u64 | 1);
+        f.set(entry + l.frame_code, none as u64 | 1);
+        f.set(outer + l.frame_code, code as u64);
+        f.set(inner + l.frame_previous, entry as u64);
+        f.set(entry + l.frame_previous, outer as u64);
+        f.set_u8(entry + owner, owned_by_cstack);
+        let (steps, r) = collect(&f, l, tstate);
+        assert_eq!(r, Ok(()));
+        assert_eq!(
+            steps,
+            vec![
+                Step::Frame { frame: inner, code },
+                Step::Boundary,
+                Step::Frame { frame: outer, code },
+            ]
+        );
+        // Before 3.14 the word is a plain pointer: a set low bit is not a tag, and that is no code.
+        let l13 = for_minor(13).unwrap();
+        assert_eq!(l13.frame_code_tags, 0);
     }
 
     #[test]
