@@ -7,7 +7,7 @@
 //! installed interpreter's headers and the `layout_probe` test compares. A debug or free-threaded
 //! build lays them out differently: the runtime check in `verify` catches that and turns Python
 //! frames off instead of reading the wrong words (from 3.14 the interpreter's own debug offsets are
-//! compared first, see `debug_offsets`).
+//! compared first, see `debug_offsets::for_minor`).
 
 /// How a thread's frames are chained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,8 +77,6 @@ pub struct Layout {
     /// characters start.
     pub ascii_size: usize,
     pub compact_size: usize,
-    /// Where the fields above lie in the interpreter's own `_Py_DebugOffsets` (3.14), to compare.
-    pub debug: Option<&'static DebugOffsets>,
 }
 
 /// `PyObject.ob_type`.
@@ -93,8 +91,6 @@ pub const TSTATE_NEXT: usize = 8;
 /// `PyBytesObject`: its length and where its bytes start (the same in every supported version).
 pub const BYTES_SIZE: usize = 16;
 pub const BYTES_DATA: usize = 32;
-
-pub use super::debug_offsets::DebugOffsets;
 
 impl Layout {
     /// Offset in a frame of its instruction pointer (3.11+).
@@ -136,7 +132,6 @@ static LAYOUTS: [Layout; 6] = [
         code_adaptive: None,
         ascii_size: 48,
         compact_size: 72,
-        debug: None,
     },
     Layout {
         minor: 10,
@@ -156,7 +151,6 @@ static LAYOUTS: [Layout; 6] = [
         code_adaptive: None,
         ascii_size: 48,
         compact_size: 72,
-        debug: None,
     },
     Layout {
         minor: 11,
@@ -176,7 +170,6 @@ static LAYOUTS: [Layout; 6] = [
         code_adaptive: Some(184),
         ascii_size: 48,
         compact_size: 72,
-        debug: None,
     },
     Layout {
         minor: 12,
@@ -197,7 +190,6 @@ static LAYOUTS: [Layout; 6] = [
         code_adaptive: Some(192),
         ascii_size: 40,
         compact_size: 56,
-        debug: None,
     },
     Layout {
         minor: 13,
@@ -218,7 +210,6 @@ static LAYOUTS: [Layout; 6] = [
         code_adaptive: Some(200),
         ascii_size: 40,
         compact_size: 56,
-        debug: None,
     },
     Layout {
         minor: 14,
@@ -239,7 +230,6 @@ static LAYOUTS: [Layout; 6] = [
         code_adaptive: Some(208),
         ascii_size: 40,
         compact_size: 56,
-        debug: Some(&super::debug_offsets::PY314),
     },
 ];
 

@@ -138,7 +138,7 @@ fn layouts_match_the_headers_of_the_interpreters_here() {
         for (k, w) in want {
             assert_eq!(at(k), w, "3.{minor} ({python:?}): {k}");
         }
-        if let Some(d) = l.debug {
+        if let Some(d) = super::debug_offsets::for_minor(l.minor) {
             let positions = [
                 ("version", d.version),
                 ("free_threaded", d.free_threaded),

@@ -108,7 +108,8 @@ fn from_handle(h: *mut c_void) -> Found {
             return Found::Unsupported(version, why);
         }
     };
-    if let Some(why) = layout.debug.and_then(|d| self_described(h, layout, d)) {
+    let debug = super::debug_offsets::for_minor(layout.minor);
+    if let Some(why) = debug.and_then(|d| self_described(h, layout, d)) {
         return Found::Unsupported(version, why);
     }
     let code_type = sym(h, c"PyCode_Type");
@@ -158,7 +159,11 @@ fn from_handle(h: *mut c_void) -> Found {
 /// Why frames stay off for a build whose layout the interpreter itself contradicts: a debug build
 /// (`Py_REF_DEBUG`, which `Py_DEBUG` implies, exports its reference total), or `_PyRuntime`'s debug
 /// offsets disagreeing with `layout` (a free-threaded build says so there). `None` when they agree.
-fn self_described(h: *mut c_void, layout: &Layout, d: &layout::DebugOffsets) -> Option<String> {
+fn self_described(
+    h: *mut c_void,
+    layout: &Layout,
+    d: &super::debug_offsets::DebugOffsets,
+) -> Option<String> {
     if sym(h, c"_Py_GetGlobalRefTotal") != 0 || sym(h, c"_Py_NegativeRefcount") != 0 {
         return Some(format!(
             "it is a debug build: memshim reads the frames of CPython 3.{}'s release build only",
