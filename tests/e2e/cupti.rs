@@ -28,13 +28,22 @@ fn cupti_counts_migrations_and_faults_per_managed_site() {
     assert!(stdout.contains("injected 15"), "{stdout}");
     let um = unified(&report);
     assert_eq!(um["cupti"], "on", "{}", dump(um));
-    // The stand-in refuses remote-map and device-to-device counters, as some GPUs do. The program
-    // loaded the stand-in itself (to inject records): memshim uses that very library, by its path.
+    // The stand-in refuses remote-map and device-to-device counters, as some GPUs do. memshim
+    // loads it at the first managed allocation, before the program loads it by its path (to
+    // inject records), so it is found on the loader's path: the same library.
     let detail = um["detail"].as_str().expect("detail");
     assert!(
-        detail.ends_with("/cuda/libcupti.so (no remote-map or device-to-device counters)"),
+        detail.ends_with("libcupti.so (no remote-map or device-to-device counters)"),
         "{detail}"
     );
+    // The counters ran before the first managed allocation was returned: nothing unwatched.
+    assert_eq!(
+        um["unwatched_from_s"],
+        serde_json::Value::Null,
+        "{}",
+        dump(um)
+    );
+    assert_eq!(um["unwatched_bytes"], 0);
     let n = |k: &str| um[k].as_u64().unwrap_or_else(|| panic!("{k}"));
     assert_eq!(n("htod_bytes"), 6291456 + 4096);
     assert_eq!(n("dtoh_bytes"), 1048576);

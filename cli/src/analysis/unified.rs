@@ -35,12 +35,21 @@ pub struct Unified {
     pub unattributed: UmTotals,
     /// Every managed allocation by start: (end, stack); a later one at the same start replaces it.
     managed: BTreeMap<u64, (u64, u32)>,
+    /// Managed bytes allocated before the counters started (clock ns of the first such
+    /// allocation, and the bytes): what moved of them then was not counted.
+    pub unwatched: Option<(u64, u64)>,
 }
 
 impl Unified {
     /// Remembers a managed allocation, for activity that comes after it.
-    pub fn alloc(&mut self, a: &DeviceAlloc) {
+    pub fn alloc(&mut self, t: u64, a: &DeviceAlloc) {
         if a.kind == DeviceMemory::Managed && a.size > 0 {
+            let watched = self.state.as_ref().is_some_and(|s| s.enabled);
+            if !watched {
+                let (first, bytes) = self.unwatched.get_or_insert((t, 0));
+                *first = (*first).min(t);
+                *bytes += a.size;
+            }
             self.managed.insert(a.addr, (a.addr + a.size, a.stack));
         }
     }
@@ -75,14 +84,17 @@ mod tests {
     #[test]
     fn activity_is_charged_to_the_managed_allocation_it_hit() {
         let mut u = Unified::default();
-        u.alloc(&DeviceAlloc {
-            api: CudaApi::MemAllocManaged,
-            kind: DeviceMemory::Managed,
-            addr: 0x7000_0000,
-            size: 8 << 20,
-            device: 0,
-            stack: 4,
-        });
+        u.alloc(
+            0,
+            &DeviceAlloc {
+                api: CudaApi::MemAllocManaged,
+                kind: DeviceMemory::Managed,
+                addr: 0x7000_0000,
+                size: 8 << 20,
+                device: 0,
+                stack: 4,
+            },
+        );
         let c = |kind, address, value| UmCounter {
             kind,
             src: 0,
@@ -101,5 +113,28 @@ mod tests {
         assert_eq!(u.by_stack[&4][HTOD], 4 << 20);
         assert_eq!(u.by_stack[&4][GPU_PAGE_FAULTS], 12);
         assert_eq!(u.unattributed[HTOD], 4096);
+    }
+
+    #[test]
+    fn managed_memory_allocated_before_the_counters_started_is_unwatched() {
+        let managed = |addr, size| DeviceAlloc {
+            api: CudaApi::MemAllocManaged,
+            kind: DeviceMemory::Managed,
+            addr,
+            size,
+            device: 0,
+            stack: 1,
+        };
+        let mut u = Unified::default();
+        u.alloc(100, &managed(0x1000_0000, 256 << 20));
+        u.alloc(200, &managed(0x2000_0000, 1 << 20));
+        u.state = Some(CuptiState {
+            enabled: true,
+            detail: "libcupti.so".into(),
+        });
+        u.since = 300;
+        // Allocated once the counters run: watched.
+        u.alloc(400, &managed(0x3000_0000, 8 << 20));
+        assert_eq!(u.unwatched, Some((100, (256 << 20) + (1 << 20))));
     }
 }

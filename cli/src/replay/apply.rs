@@ -110,7 +110,7 @@ pub(super) fn apply(r: &mut Replayed, ev: Event) {
             r.end = Some(e);
         }
         Record::DeviceAlloc(a) => {
-            r.unified.alloc(&a);
+            r.unified.alloc(ev.t, &a);
             r.device.alloc(ev.t, ev.tid, &a);
         }
         Record::DeviceFree(f) => r.device.free(ev.t, ev.tid, &f),

@@ -23,6 +23,11 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> UnifiedMemoryOut {
         since_s: state
             .enabled
             .then(|| u.since.saturating_sub(t.header.clock_start_ns) as f64 / 1e9),
+        unwatched_from_s: u
+            .unwatched
+            .filter(|_| state.enabled)
+            .map(|(from, _)| from.saturating_sub(t.header.clock_start_ns) as f64 / 1e9),
+        unwatched_bytes: u.unwatched.filter(|_| state.enabled).map_or(0, |(_, b)| b),
         htod_bytes: u.totals[HTOD],
         dtoh_bytes: u.totals[DTOH],
         dtod_bytes: u.totals[DTOD],
@@ -58,12 +63,24 @@ pub fn finding(s: &DeviceSection) -> Option<Finding> {
         s.managed_hints.advise_calls
     );
     if um.cupti == "on" {
+        // Never "none" for time the counters did not watch: managed memory allocated before they
+        // started (a trace of a shim that started them late) may have moved unseen.
+        let since = um.since_s.unwrap_or(0.0);
+        let unwatched = um
+            .unwatched_from_s
+            .map(|from| {
+                format!(
+                    ", from {since:.3} s when its counters started: {} of managed memory was allocated from {from:.3} s, before that, and what moved of it until then is not counted",
+                    human_bytes(um.unwatched_bytes)
+                )
+            })
+            .unwrap_or_default();
         let migrated = um.htod_bytes + um.dtoh_bytes;
         if migrated == 0 && um.gpu_page_faults == 0 && um.cpu_page_faults == 0 {
             return managed.map(|m| Finding {
                 kind: "managed_memory",
                 text: format!(
-                    "{} of managed memory in {} allocations; CUPTI counted no migrations or page faults; {hints}",
+                    "{} of managed memory in {} allocations; CUPTI counted no migrations or page faults{unwatched}; {hints}",
                     human_bytes(m.allocated_bytes),
                     m.allocations
                 ),
@@ -86,7 +103,7 @@ pub fn finding(s: &DeviceSection) -> Option<Finding> {
         return Some(Finding {
             kind: "managed_migrations",
             text: format!(
-                "managed memory migrated {} to the GPU and {} back, in {} GPU page-fault groups and {} CPU page faults (CUPTI, counting from {:.3} s){top}; {hints}. Each fault stalls the kernel or thread that touched the page: prefetch with cudaMemPrefetchAsync before the kernels that use it{thrash}",
+                "managed memory migrated {} to the GPU and {} back, in {} GPU page-fault groups and {} CPU page faults (CUPTI, counting from {:.3} s{unwatched}){top}; {hints}. Each fault stalls the kernel or thread that touched the page: prefetch with cudaMemPrefetchAsync before the kernels that use it{thrash}",
                 human_bytes(um.htod_bytes),
                 human_bytes(um.dtoh_bytes),
                 um.gpu_page_faults,

@@ -60,6 +60,14 @@ wrapper!(cuMemAllocPitch_v2(dptr: *mut DevPtr, pitch: *mut usize, width: usize, 
 
 wrapper!(cuMemAllocManaged(dptr: *mut DevPtr, size: usize, flags: c_uint) |call| {
     let r = call();
+    if r == 0 {
+        // CUPTI's unified-memory counters start before the program has its first managed memory
+        // (it migrates only once touched), not at the sampler's next tick: a program that moved
+        // 256 MiB each way in its first half second was told of no migrations at all.
+        if let Some(c) = crate::channel::config().filter(|c| c.cupti) {
+            crate::cuda::cupti::start(c.cupti_lib.as_deref());
+        }
+    }
     after_alloc(r, A::MemAllocManaged, K::Managed, if r == 0 { read(dptr) } else { 0 }, size as u64)
 });
 

@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 use memshim_trace::{CuptiState, Record, UmCounter};
 
@@ -54,14 +54,29 @@ struct UmConfig {
     enable: u32,
 }
 
-static STARTED: AtomicBool = AtomicBool::new(false);
+/// 0: not started; 1: being started; 2: started (or failed to, and said why).
+static STARTED: AtomicU8 = AtomicU8::new(0);
 static FLUSH: AtomicUsize = AtomicUsize::new(0);
 static NEXT_RECORD: AtomicUsize = AtomicUsize::new(0);
 
-/// Loads CUPTI and enables the counters; records what happened either way. Called once, from the
-/// sampler thread.
+/// Loads CUPTI and enables the counters; records what happened either way. Called by the sampler
+/// thread once CUDA is used, and by the first managed allocation before it returns; whoever comes
+/// second waits until the first is done, so no managed memory is handed out before the counters
+/// run.
 pub fn start(lib: Option<&str>) {
-    if STARTED.swap(true, Ordering::AcqRel) {
+    if STARTED
+        .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        // Loading CUPTI takes milliseconds; a raw nanosleep is no cancellation point and takes
+        // no lock. Bounded: in a fork child of a process whose sampler was starting it, no one
+        // ever finishes.
+        for _ in 0..10_000 {
+            if STARTED.load(Ordering::Acquire) == 2 {
+                break;
+            }
+            crate::sys::nap_signal_safe(std::time::Duration::from_micros(200));
+        }
         return;
     }
     let state = match enable(lib) {
@@ -81,6 +96,7 @@ pub fn start(lib: Option<&str>) {
         ));
     }
     channel::send(Msg::Record(Record::Cupti(state)));
+    STARTED.store(2, Ordering::Release);
 }
 
 /// Hands CUPTI's completed buffers to the callback (forced at the end, so partly filled ones too).

@@ -52,6 +52,11 @@ pub struct UnifiedMemoryOut {
     /// When the counters started, in seconds from the trace's start (CUPTI is loaded once the
     /// program first uses CUDA: what migrated before is not counted); null unless on.
     pub since_s: Option<f64>,
+    /// Managed memory allocated before the counters started: when the first of it was (seconds
+    /// from the trace's start) and how much; null when none was (CUPTI starts before the first
+    /// managed allocation is returned to the program), and when the counters are not on.
+    pub unwatched_from_s: Option<f64>,
+    pub unwatched_bytes: u64,
     pub htod_bytes: u64,
     pub dtoh_bytes: u64,
     pub dtod_bytes: u64,
@@ -71,6 +76,8 @@ impl Default for UnifiedMemoryOut {
             cupti: "off",
             detail: None,
             since_s: None,
+            unwatched_from_s: None,
+            unwatched_bytes: 0,
             htod_bytes: 0,
             dtoh_bytes: 0,
             dtod_bytes: 0,
