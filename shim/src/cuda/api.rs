@@ -185,6 +185,50 @@ macro_rules! prefetch {
 prefetch!(cuMemPrefetchAsync);
 prefetch!(cuMemPrefetchAsync_ptsz);
 
+/// `CUmemLocation`: where memory is to be, passed by value by the `_v2` hints (CUDA 12.2 on; in
+/// CUDA 13 the only ones).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct MemLocation {
+    kind: c_int,
+    id: c_int,
+}
+
+impl MemLocation {
+    /// As the legacy hints' device argument: the ordinal of a device, `CU_DEVICE_CPU` (-1) for the
+    /// host (`CU_MEM_LOCATION_TYPE_HOST` and its NUMA forms).
+    fn device(self) -> c_int {
+        const DEVICE: c_int = 1;
+        if self.kind == DEVICE {
+            self.id
+        } else {
+            -1
+        }
+    }
+}
+
+macro_rules! prefetch_v2 {
+    ($name:ident) => {
+        wrapper!($name(dptr: DevPtr, count: usize, location: MemLocation, flags: c_uint, stream: Ptr) |call| {
+            let r = call();
+            if r == CUDA_SUCCESS {
+                hint(A::MemPrefetchAsync, dptr, count as u64, location.device());
+            }
+            r
+        });
+    };
+}
+prefetch_v2!(cuMemPrefetchAsync_v2);
+prefetch_v2!(cuMemPrefetchAsync_v2_ptsz);
+
+wrapper!(cuMemAdvise_v2(dptr: DevPtr, count: usize, advice: c_int, location: MemLocation) |call| {
+    let r = call();
+    if r == CUDA_SUCCESS {
+        hint(A::MemAdvise, dptr, count as u64, advice);
+    }
+    r
+});
+
 wrapper!(cuMemAdvise(dptr: DevPtr, count: usize, advice: c_int, device: c_int) |call| {
     let r = call();
     if r == CUDA_SUCCESS {

@@ -98,7 +98,8 @@ static ENTRIES: &[Entry] = &[
     entry!(cuMemRelease, "cuMemRelease", 10020),
     entry!(cuMemMap, "cuMemMap", 10020),
     entry!(cuMemUnmap, "cuMemUnmap", 10020),
-    // From CUDA 12.2 these names mean the _v2 ABI (a CUmemLocation argument), which is not wrapped.
+    // From CUDA 12.2 these names mean the _v2 ABI (a CUmemLocation argument); in CUDA 13 it is the
+    // only one (a program that prefetched was told it made no prefetch calls).
     entry!(cuMemPrefetchAsync, "cuMemPrefetchAsync", 8000, 12020, false),
     entry!(
         cuMemPrefetchAsync_ptsz,
@@ -107,7 +108,22 @@ static ENTRIES: &[Entry] = &[
         12020,
         true
     ),
+    entry!(
+        cuMemPrefetchAsync_v2,
+        "cuMemPrefetchAsync",
+        12020,
+        c_int::MAX,
+        false
+    ),
+    entry!(
+        cuMemPrefetchAsync_v2_ptsz,
+        "cuMemPrefetchAsync",
+        12020,
+        c_int::MAX,
+        true
+    ),
     entry!(cuMemAdvise, "cuMemAdvise", 8000, 12020, false),
+    entry!(cuMemAdvise_v2, "cuMemAdvise", 12020, c_int::MAX, false),
     entry!(cuMemGetInfo_v2, "cuMemGetInfo", 3020),
     entry!(copy cuMemcpy, "cuMemcpy", 4000),
     entry!(copy cuMemcpy_ptds, "cuMemcpy", 7000, ptds),
@@ -301,7 +317,16 @@ mod tests {
             export("cuMemPrefetchAsync", 12000, 0),
             Some("cuMemPrefetchAsync")
         );
-        assert_eq!(export("cuMemPrefetchAsync", 13000, 0), None);
+        // From 12.2 the name means the CUmemLocation form, wrapped too.
+        assert_eq!(
+            export("cuMemPrefetchAsync", 12020, 0),
+            Some("cuMemPrefetchAsync_v2")
+        );
+        assert_eq!(
+            export("cuMemPrefetchAsync", 13000, 2),
+            Some("cuMemPrefetchAsync_v2_ptsz")
+        );
+        assert_eq!(export("cuMemAdvise", 13000, 0), Some("cuMemAdvise_v2"));
         assert_eq!(
             export("cuGetProcAddress", 11030, 0),
             Some("cuGetProcAddress")
