@@ -602,17 +602,3 @@ fn a_large_pinned_buffer_is_sampled_for_numa_placement() {
     assert_eq!(pages, 16, "{x}");
     assert!(functions(x).contains(&"allocate_pinned"), "{x}");
 }
-
-/// CUDA 13's runtime asks for the CUmemLocation forms of the hints: counted as the legacy ones
-/// are (on the H200 a program that prefetched was told it made no prefetch calls).
-#[test]
-fn prefetches_and_advice_through_the_cuda_13_forms_are_counted() {
-    let dir = TestDir::new("prefetches_and_advice_through_the_cuda_13_forms");
-    let (stdout, report) = traced_cuda(&dir, "hints_v2", &[]);
-    assert_eq!(stdout, "done\n");
-    let p = process_by_exe(&report, "hints_v2");
-    let hints = &p["device"]["managed_hints"];
-    assert_eq!(hints["prefetch_calls"], 2, "{}", dump(p));
-    assert_eq!(hints["prefetch_bytes"], 3 << 20);
-    assert_eq!(hints["advise_calls"], 1);
-}

@@ -13,6 +13,7 @@ mod bounds;
 mod cdp;
 mod cli_docs;
 mod cuda;
+mod cuda_hints;
 mod cuda_timing;
 mod cupti;
 mod exports;
