@@ -172,6 +172,9 @@ fn group_stacks(pgid: i32) -> String {
             .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
             .unwrap_or_default();
         all.push_str(&format!("=== pid {pid}: {cmdline}\n"));
+        // What each thread is doing, read at once: gdb may need longer than its 60 s to load a
+        // large binary's symbols on a busy machine, and then shows nothing (CI saw that).
+        all.push_str(&kernel_view(pid));
         let gdb = Command::new("timeout")
             .args(["60", "gdb", "-nx", "-p", &pid.to_string(), "-batch"])
             .args(["-ex", "thread apply all bt"])
@@ -183,4 +186,33 @@ fn group_stacks(pgid: i32) -> String {
         }
     }
     all
+}
+
+/// Each thread's name, state, kernel wait channel and system call (`/proc/PID/task/TID`).
+fn kernel_view(pid: i32) -> String {
+    let mut out = String::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for t in tasks.flatten() {
+        let dir = t.path();
+        let read = |f: &str| {
+            std::fs::read_to_string(dir.join(f))
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        };
+        let state = read("stat")
+            .rsplit_once(')')
+            .and_then(|(_, r)| r.split_whitespace().next().map(str::to_string))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "  task {} {:?} state {state} wchan {} syscall {}\n",
+            t.file_name().to_string_lossy(),
+            read("comm"),
+            read("wchan"),
+            read("syscall")
+        ));
+    }
+    out
 }
