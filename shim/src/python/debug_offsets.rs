@@ -67,31 +67,14 @@ pub fn for_minor(minor: u32) -> Option<&'static DebugOffsets> {
 }
 
 impl DebugOffsets {
-    /// Compares the `_Py_DebugOffsets` that `read` reads (the 8 bytes at an offset into
-    /// `_PyRuntime`) with `l`; the reason to leave frames off when they differ.
-    pub fn check(&self, l: &Layout, read: impl Fn(usize) -> Option<u64>) -> Result<(), String> {
-        let unreadable = || "its _PyRuntime could not be read".to_string();
-        if read(0).ok_or_else(unreadable)? != u64::from_ne_bytes(COOKIE) {
-            return Err("its _PyRuntime does not start with CPython's debug offsets".into());
-        }
-        let hex = read(self.version).ok_or_else(unreadable)?;
-        if (hex >> 24, (hex >> 16) & 0xff) != (3, u64::from(l.minor)) {
-            return Err(format!(
-                "its debug offsets are those of version {:#x}, not 3.{}",
-                hex, l.minor
-            ));
-        }
-        if read(self.free_threaded).ok_or_else(unreadable)? != 0 {
-            return Err(
-                "it is a free-threaded build: memshim reads the frames of the default (GIL) build only"
-                    .into(),
-            );
-        }
+    /// Each field compared: its name, where the interpreter's own offset of it lies in
+    /// `_Py_DebugOffsets`, and the offset memshim's layout `l` uses.
+    pub fn fields(&self, l: &Layout) -> Result<[(&'static str, usize, usize); 17], String> {
         let owner = match l.chain {
             super::layout::Chain::EntryFrames { owner, .. } => owner,
             _ => return Err("memshim has no entry-frame layout to compare".into()),
         };
-        let expected = [
+        Ok([
             ("tstate_frame", self.tstate_frame, l.tstate_frame),
             ("tstate_next", self.tstate_next, TSTATE_NEXT),
             ("frame_previous", self.frame_previous, l.frame_previous),
@@ -125,7 +108,30 @@ impl DebugOffsets {
             ("ascii_size", self.ascii_size, l.ascii_size),
             ("bytes_size", self.bytes_size, BYTES_SIZE),
             ("bytes_data", self.bytes_data, BYTES_DATA),
-        ];
+        ])
+    }
+
+    /// Compares the `_Py_DebugOffsets` that `read` reads (the 8 bytes at an offset into
+    /// `_PyRuntime`) with `l`; the reason to leave frames off when they differ.
+    pub fn check(&self, l: &Layout, read: impl Fn(usize) -> Option<u64>) -> Result<(), String> {
+        let unreadable = || "its _PyRuntime could not be read".to_string();
+        if read(0).ok_or_else(unreadable)? != u64::from_ne_bytes(COOKIE) {
+            return Err("its _PyRuntime does not start with CPython's debug offsets".into());
+        }
+        let hex = read(self.version).ok_or_else(unreadable)?;
+        if (hex >> 24, (hex >> 16) & 0xff) != (3, u64::from(l.minor)) {
+            return Err(format!(
+                "its debug offsets are those of version {:#x}, not 3.{}",
+                hex, l.minor
+            ));
+        }
+        if read(self.free_threaded).ok_or_else(unreadable)? != 0 {
+            return Err(
+                "it is a free-threaded build: memshim reads the frames of the default (GIL) build only"
+                    .into(),
+            );
+        }
+        let expected = self.fields(l)?;
         for (name, at, want) in expected {
             let got = read(at).ok_or_else(unreadable)?;
             if got != want as u64 {
@@ -151,31 +157,7 @@ mod tests {
         let mut w = vec![0u64; 128];
         w[0] = u64::from_ne_bytes(COOKIE);
         w[d.version / 8] = 0x030e_0af0;
-        let Some(owner) = (match l.chain {
-            super::super::layout::Chain::EntryFrames { owner, .. } => Some(owner),
-            _ => None,
-        }) else {
-            panic!("3.14 has entry frames")
-        };
-        for (at, v) in [
-            (d.tstate_frame, l.tstate_frame),
-            (d.tstate_next, TSTATE_NEXT),
-            (d.frame_previous, l.frame_previous),
-            (d.frame_code, l.frame_code),
-            (d.frame_instr, l.frame_instr().unwrap()),
-            (d.frame_owner, owner),
-            (d.code_filename, l.code_filename),
-            (d.code_name, l.code_name),
-            (d.code_firstlineno, l.code_firstlineno),
-            (d.code_linetable, l.code_linetable.unwrap()),
-            (d.code_adaptive, l.code_adaptive.unwrap()),
-            (d.ob_type, OB_TYPE),
-            (d.str_length, STR_LENGTH),
-            (d.str_state, STR_STATE),
-            (d.ascii_size, l.ascii_size),
-            (d.bytes_size, BYTES_SIZE),
-            (d.bytes_data, BYTES_DATA),
-        ] {
+        for (_, at, v) in d.fields(l).expect("3.14 has entry frames") {
             w[at / 8] = v as u64;
         }
         w

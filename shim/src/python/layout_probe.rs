@@ -139,27 +139,9 @@ fn layouts_match_the_headers_of_the_interpreters_here() {
             assert_eq!(at(k), w, "3.{minor} ({python:?}): {k}");
         }
         if let Some(d) = super::debug_offsets::for_minor(l.minor) {
-            let positions = [
-                ("version", d.version),
-                ("free_threaded", d.free_threaded),
-                ("tstate_frame", d.tstate_frame),
-                ("tstate_next", d.tstate_next),
-                ("frame_previous", d.frame_previous),
-                ("frame_code", d.frame_code),
-                ("frame_instr", d.frame_instr),
-                ("frame_owner", d.frame_owner),
-                ("code_filename", d.code_filename),
-                ("code_name", d.code_name),
-                ("code_firstlineno", d.code_firstlineno),
-                ("code_linetable", d.code_linetable),
-                ("code_adaptive", d.code_adaptive),
-                ("ob_type", d.ob_type),
-                ("str_length", d.str_length),
-                ("str_state", d.str_state),
-                ("ascii_size", d.ascii_size),
-                ("bytes_size", d.bytes_size),
-                ("bytes_data", d.bytes_data),
-            ];
+            let both = [("version", d.version), ("free_threaded", d.free_threaded)];
+            let fields = d.fields(l).expect("an entry-frame layout");
+            let positions = both.into_iter().chain(fields.map(|(k, at, _)| (k, at)));
             for (k, w) in positions {
                 assert_eq!(
                     at(&format!("debug.{k}")),
