@@ -1,11 +1,14 @@
 //! The growth section: sites whose live memory kept climbing, host and device.
+use std::borrow::Cow;
+
 use memshim_trace::DeviceMemory;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::model::{Finding, GrowthSection, GrowthSite, ReleasedSite};
 use super::sites::frames;
 use crate::analysis::growth::{growing, Growing};
-use crate::analysis::merge_sites;
 use crate::analysis::python_sites::regroup;
+use crate::analysis::{merge_sites, SiteStats};
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
 use crate::units::human_bytes;
@@ -19,39 +22,31 @@ const DEVICE_MIN_BYTES: u64 = 1 << 20;
 /// and one or two of them are its start, not growth.
 const MAPPINGS_MIN_BYTES: u64 = 4 << 20;
 
+/// One kind of memory's sites grouped by Python location (see `sites::weighted_groups`), and those
+/// of them that grew until `end` (when that memory last changed).
+fn by_location<'a>(
+    t: &Replayed,
+    sites: &'a HashMap<u32, SiteStats>,
+    end: u64,
+    min_bytes: u64,
+) -> (Cow<'a, HashMap<u32, SiteStats>>, Vec<Growing>) {
+    let grouped = regroup(sites, &super::sites::weighted_groups(t, sites));
+    let grew = growing(grouped.iter().map(|(k, v)| (*k, v)), end, min_bytes);
+    (grouped, grew)
+}
+
 /// The growth section of one process.
 pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
     let start = t.header.clock_start_ns;
-    let host_sites = regroup(
-        t.heap.sites(),
-        &super::sites::weighted_groups(t, t.heap.sites()),
-    );
-    let host = growing(
-        host_sites.iter().map(|(k, v)| (*k, v)),
-        t.heap.last_t,
-        HOST_MIN_BYTES,
-    );
-    let map_sites = regroup(
-        t.mmap.sites(),
-        &super::sites::weighted_groups(t, t.mmap.sites()),
-    );
-    let mappings = growing(
-        map_sites.iter().map(|(k, v)| (*k, v)),
-        t.mmap.last_t,
-        MAPPINGS_MIN_BYTES,
-    );
+    let (host_sites, host) = by_location(t, t.heap.sites(), t.heap.last_t, HOST_MIN_BYTES);
+    let (map_sites, mappings) = by_location(t, t.mmap.sites(), t.mmap.last_t, MAPPINGS_MIN_BYTES);
     let dev_heaps: Vec<_> = [DeviceMemory::Device, DeviceMemory::Physical]
         .iter()
         .filter_map(|k| t.device.kinds.get(k))
         .collect();
     let dev_merged = merge_sites(dev_heaps.iter().map(|h| h.sites()));
-    let dev_sites = regroup(&dev_merged, &super::sites::weighted_groups(t, &dev_merged));
     let dev_end = dev_heaps.iter().map(|h| h.last_t).max().unwrap_or(0);
-    let device = growing(
-        dev_sites.iter().map(|(k, v)| (*k, v)),
-        dev_end,
-        DEVICE_MIN_BYTES,
-    );
+    let (dev_sites, device) = by_location(t, &dev_merged, dev_end, DEVICE_MIN_BYTES);
     let mut findings = Vec::new();
     for (what, list) in [
         ("host heap", &host),
