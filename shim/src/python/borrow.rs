@@ -2,14 +2,15 @@
 //! autograd engine during `loss.backward()`, which allocates the gradients' device memory; a
 //! communication thread) gets the frames of the interpreter's main thread, marked as lent.
 //!
-//! Only for CUDA and NUMA calls, which are rare: the main thread may be running while it is read, so
-//! every read goes through the kernel (`Checked`: a freed frame gives an error, never a fault) and no
-//! CPython function is called. Lines come from decoding the code object's line table here (3.11+);
+//! For CUDA, NUMA and PyTorch allocator calls, rarer than heap calls: the main thread may be running
+//! while it is read, so every read goes through the kernel (`Checked`: a freed frame gives an error,
+//! never a fault), a chunk at a time (`Chunked`: a frame's and its code object's words cost a few
+//! system calls, not one each), and no CPython function is called. Lines come from decoding the code object's line table here (3.11+);
 //! before 3.11 a lent frame gets its function's first line.
 use super::codes;
 use super::layout::{Layout, BYTES_DATA, BYTES_SIZE, TSTATE_NEXT};
 use super::linetable::line_at;
-use super::memory::{Checked, Memory};
+use super::memory::{Chunked, Memory};
 use super::runtime::Runtime;
 use super::walk::{walk, Step, MAX_PY_FRAMES};
 use memshim_trace::FrameRef;
@@ -22,7 +23,8 @@ const MAX_TABLE: usize = 4096;
 /// Writes the main thread's Python frames into `out` (innermost first) unless `own` is the main
 /// thread; returns how many.
 pub fn main_thread_frames(rt: &Runtime, own: usize, out: &mut [u64; MAX_PY_FRAMES]) -> usize {
-    let Some(main) = main_thread(rt) else {
+    let mem = Chunked::new();
+    let Some(main) = main_thread(rt, &mem) else {
         return 0;
     };
     if main == own {
@@ -30,14 +32,15 @@ pub fn main_thread_frames(rt: &Runtime, own: usize, out: &mut [u64; MAX_PY_FRAME
     }
     let l = rt.layout;
     let mut n = 0;
-    let _ = walk(&Checked, l, rt.code_type, main, |step| {
+    let _ = walk(&mem, l, rt.code_type, main, |step| {
         if let Step::Frame { frame, code } = step {
-            let line = lent_line(l, frame, code);
+            let fp = codes::fingerprint(&mem, l, code);
+            let line = lent_line(&mem, l, frame, code, fp);
             if line == u32::MAX {
                 // 3.13's `__init__` shim, which has no line (its first line is -1).
                 return true;
             }
-            let id = codes::id(&Checked, l, rt.unicode_type, code);
+            let id = codes::id_with(&mem, l, rt.unicode_type, code, fp);
             out[n] = FrameRef::python_lent(id, line);
             n += 1;
         }
@@ -47,10 +50,10 @@ pub fn main_thread_frames(rt: &Runtime, own: usize, out: &mut [u64; MAX_PY_FRAME
 }
 
 /// The interpreter's main thread: the oldest thread state (new ones go to the head of the list).
-fn main_thread(rt: &Runtime) -> Option<usize> {
+fn main_thread(rt: &Runtime, mem: &Chunked) -> Option<usize> {
     let mut t = rt.thread_head()?;
     for _ in 0..MAX_THREADS {
-        match Checked.word(t + TSTATE_NEXT)? {
+        match mem.word(t + TSTATE_NEXT)? {
             0 => return Some(t),
             next => t = next,
         }
@@ -58,19 +61,27 @@ fn main_thread(rt: &Runtime) -> Option<usize> {
     None
 }
 
-/// The line a frame of another thread is on, read with checked reads only.
-fn lent_line(l: &Layout, frame: usize, code: usize) -> u32 {
-    let first = Checked.u32(code + l.code_firstlineno).unwrap_or(0);
-    let exact = || -> Option<i32> {
-        let instr = Checked.word(frame + l.frame_instr()?)?;
+/// The line a frame of another thread is on, read with checked reads only. From 3.11 on, an exact
+/// line is kept in the table the thread's own frames use (keyed alike: the instruction pointer and
+/// the code object's fingerprint `fp`), so a frame met again is not decoded again: the autograd
+/// thread meets the same few main-thread frames for every gradient of a backward pass.
+fn lent_line(mem: &Chunked, l: &Layout, frame: usize, code: usize, fp: u32) -> u32 {
+    let first = mem.u32(code + l.code_firstlineno).unwrap_or(0);
+    let exact = || -> Option<u32> {
+        let instr = mem.word(frame + l.frame_instr()?)?;
+        if let Some(line) = codes::cached_line(instr as u64, fp) {
+            return Some(line);
+        }
         let unit = instr.checked_sub(code + l.code_adaptive?)? / 2;
-        let table = Checked.word(code + l.code_linetable?)?;
-        let len = Checked.word(table + BYTES_SIZE)?.min(MAX_TABLE);
+        let table = mem.word(code + l.code_linetable?)?;
+        let len = mem.word(table + BYTES_SIZE)?.min(MAX_TABLE);
         let mut buf = [0u8; MAX_TABLE];
-        if !Checked.read_into(table + BYTES_DATA, &mut buf[..len]) {
+        if !mem.read_into(table + BYTES_DATA, &mut buf[..len]) {
             return None;
         }
-        line_at(&buf[..len], first as i32, unit)
+        let line = u32::try_from(line_at(&buf[..len], first as i32, unit)?).ok()?;
+        codes::remember_line(instr as u64, fp, line);
+        Some(line)
     };
-    exact().and_then(|l| u32::try_from(l).ok()).unwrap_or(first)
+    exact().unwrap_or(first)
 }

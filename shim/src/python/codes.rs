@@ -40,12 +40,8 @@ pub fn fingerprint(mem: &impl Memory, l: &Layout, code: usize) -> u32 {
     (mix(name ^ mix(file ^ mix(first))) as u32) | 1
 }
 
-/// The trace id of the code object at `code`, naming it first if it is new to this trace.
-pub fn id(mem: &impl Memory, l: &Layout, unicode_type: usize, code: usize) -> u32 {
-    id_with(mem, l, unicode_type, code, fingerprint(mem, l, code))
-}
-
-/// As [`id`], with the code object's [`fingerprint`] already read.
+/// The trace id of the code object at `code` of [`fingerprint`] `fp`, naming it first if it is new
+/// to this trace.
 pub fn id_with(mem: &impl Memory, l: &Layout, unicode_type: usize, code: usize, fp: u32) -> u32 {
     let key = code as u64;
     let mut i = (mix(key) as usize) & (CODE_SLOTS - 1);
@@ -131,20 +127,39 @@ pub fn read_str(
 /// The line for `key` (the frame's instruction pointer, or code and offset) in the code object of
 /// fingerprint `fp`, computing it with `compute` on a miss.
 pub fn line(key: u64, fp: u32, compute: impl FnOnce() -> u32) -> u32 {
-    let key = mix(key ^ mix(u64::from(fp))) | 1 << 63;
-    let i = (mix(key) as usize) & (LINE_SLOTS - 1);
-    let check = (mix(key ^ 0x5bd1_e995) >> 32) << 32;
+    if let Some(line) = cached_line(key, fp) {
+        return line;
+    }
+    let line = compute();
+    remember_line(key, fp, line);
+    line
+}
+
+/// The line [`line`] or [`remember_line`] kept for `key` in the code object of fingerprint `fp`.
+pub fn cached_line(key: u64, fp: u32) -> Option<u32> {
+    let (key, i, check) = line_slot(key, fp);
     if LINE_KEYS[i].load(Ordering::Acquire) == key {
         let v = LINE_VALUES[i].load(Ordering::Acquire);
         if v & !0xFFFF_FFFF == check {
-            return v as u32;
+            return Some(v as u32);
         }
     }
-    let line = compute();
+    None
+}
+
+/// Keeps `line` for `key` in the code object of fingerprint `fp`.
+pub fn remember_line(key: u64, fp: u32, line: u32) {
+    let (key, i, check) = line_slot(key, fp);
     // Key and value are stored apart; a reader between the two sees a check that does not match.
     LINE_KEYS[i].store(key, Ordering::Release);
     LINE_VALUES[i].store(check | u64::from(line), Ordering::Release);
-    line
+}
+
+/// The slot's key, index and check for `key` in the code object of fingerprint `fp`.
+fn line_slot(key: u64, fp: u32) -> (u64, usize, u64) {
+    let key = mix(key ^ mix(u64::from(fp))) | 1 << 63;
+    let i = (mix(key) as usize) & (LINE_SLOTS - 1);
+    (key, i, (mix(key ^ 0x5bd1_e995) >> 32) << 32)
 }
 
 /// Forgets every code object (a fork child's new trace must name them again). Only while the

@@ -62,6 +62,76 @@ impl Memory for Checked {
     }
 }
 
+/// Checked reads of whole aligned chunks, each chunk read once per walk: a lent walk reads a dozen
+/// words of each frame and code object, which lie in one or two chunks, so it makes a few system
+/// calls a frame instead of one a word (PyTorch's autograd thread borrows the main thread's frames
+/// for every gradient it allocates). An aligned chunk never crosses a page, so a chunk is readable
+/// whenever a word in it is. Lives for one walk: what it holds is as old as that walk.
+pub struct Chunked {
+    chunks: std::cell::RefCell<[(usize, [u8; CHUNK]); CHUNKS]>,
+    next: std::cell::Cell<usize>,
+}
+
+const CHUNK: usize = 512;
+const CHUNKS: usize = 8;
+
+impl Chunked {
+    pub fn new() -> Chunked {
+        Chunked {
+            // Address 0 is never read (see `chunk`), so it marks an empty entry.
+            chunks: std::cell::RefCell::new([(0, [0; CHUNK]); CHUNKS]),
+            next: std::cell::Cell::new(0),
+        }
+    }
+
+    /// Fills `buf` from `addr`, through the kernel, bypassing the chunks.
+    pub fn read_into(&self, addr: usize, buf: &mut [u8]) -> bool {
+        Checked.read_into(addr, buf)
+    }
+
+    /// The `len` bytes at offset `at` of the chunk at `base` (`at + len <= CHUNK`), into `out`.
+    fn chunk(&self, base: usize, at: usize, out: &mut [u8]) -> bool {
+        if base == 0 {
+            return false;
+        }
+        let mut chunks = self.chunks.borrow_mut();
+        if let Some((_, bytes)) = chunks.iter().find(|(b, _)| *b == base) {
+            out.copy_from_slice(&bytes[at..at + out.len()]);
+            return true;
+        }
+        let mut bytes = [0u8; CHUNK];
+        if !Checked.read_into(base, &mut bytes) {
+            return false;
+        }
+        out.copy_from_slice(&bytes[at..at + out.len()]);
+        let i = self.next.get();
+        chunks[i] = (base, bytes);
+        self.next.set((i + 1) % CHUNKS);
+        true
+    }
+}
+
+impl Memory for Chunked {
+    fn read8(&self, addr: usize) -> Option<[u8; 8]> {
+        let (base, at) = (addr & !(CHUNK - 1), addr & (CHUNK - 1));
+        let mut out = [0u8; 8];
+        let first = (CHUNK - at).min(8);
+        if !self.chunk(base, at, &mut out[..first]) {
+            return None;
+        }
+        if first < 8 && !self.chunk(base.checked_add(CHUNK)?, 0, &mut out[first..]) {
+            return None;
+        }
+        Some(out)
+    }
+}
+
+impl Default for Chunked {
+    fn default() -> Chunked {
+        Chunked::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,5 +147,32 @@ mod tests {
         assert_eq!(Checked.word(0x10), None);
         // The last page of the lower half is never mapped for user code.
         assert_eq!(Checked.word(0x7fff_ffff_f000 - 8 + 0x1000), None);
+    }
+
+    #[test]
+    fn chunked_reads_what_checked_reads_across_chunk_ends_and_refuses_unmapped_memory() {
+        let v: Vec<u64> = (0..64u64)
+            .map(|i| i.wrapping_mul(0x0101_0101_0101_0101))
+            .collect();
+        let a = v.as_ptr() as usize;
+        let m = Chunked::new();
+        // Every byte offset, so that some words straddle two chunks.
+        for at in (a..a + 60 * 8).step_by(3) {
+            assert_eq!(m.word(at), Checked.word(at), "{at:#x}");
+            assert_eq!(m.u32(at), Checked.u32(at), "{at:#x}");
+        }
+        assert_eq!(m.word(8), None);
+        assert_eq!(m.word(0x7fff_ffff_f000 - 8 + 0x1000), None);
+    }
+
+    #[test]
+    fn chunked_keeps_what_it_read_for_the_walk() {
+        let mut v = vec![7u64; 32];
+        let a = v.as_ptr() as usize;
+        let m = Chunked::new();
+        assert_eq!(m.word(a), Some(7));
+        v[0] = 9;
+        assert_eq!(m.word(a), Some(7), "the chunk read first is kept");
+        assert_eq!(Chunked::new().word(v.as_ptr() as usize), Some(9));
     }
 }
