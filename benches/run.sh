@@ -96,6 +96,20 @@ for r in $(seq "$ROUNDS"); do
     fi
 done
 
+# Lent Python frames: a native thread allocating device memory (the stand-in driver) for Python code
+# waiting 13 frames deep (benches/lent_frames.py), under memshim with Python frames and without.
+bash tests/cuda/build.sh "$work/cuda" >/dev/null
+"${CC:-cc}" -shared -fPIC -O2 -o "$work/lent_worker.so" benches/lent_worker.c -ldl -lpthread
+for r in $(seq "$ROUNDS"); do
+    measure lent-bare env LD_LIBRARY_PATH="$work/cuda" "$PY" benches/lent_frames.py "$work/lent_worker.so"
+    rm -rf "$work/ml"
+    measure lent-memshim env LD_LIBRARY_PATH="$work/cuda" "$M" run -q -o "$work/ml" -- \
+        "$PY" benches/lent_frames.py "$work/lent_worker.so"
+    rm -rf "$work/mln"
+    measure lent-memshim-native env LD_LIBRARY_PATH="$work/cuda" MEMSHIM_PYTHON=0 "$M" run -q -o "$work/mln" -- \
+        "$PY" benches/lent_frames.py "$work/lent_worker.so"
+done
+
 # PyTorch: the launch-bound MLP training loop on this machine's CPU
 # (examples/python/torch_train_overhead.py ... mlp cpu), when TORCH_PY (a Python with torch; memray
 # is installed into it if missing) is given: the median step time bare, under memshim (full stacks;
@@ -130,7 +144,7 @@ awk -v n="$N" -v msb="$ms_bytes" -v htb="$ht_bytes" \
 END {
     printf "%-20s %10s %10s %10s %10s\n", "tool", "wall s", "x bare", "cpu s", "x bare"
     for (t in wall) {
-        # Each row against the bare run of its group (py-, threads1-, threads4-, forks-), or of
+        # Each row against the bare run of its group (py-, lent-, threads1-, threads4-, forks-), or of
         # malloc_heavy.
         g = t; sub(/-.*/, "", g)
         base = ((g "-bare") in wall) ? g "-bare" : "bare"
