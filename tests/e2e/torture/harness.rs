@@ -129,13 +129,18 @@ impl Case {
     /// The one process `exe` of both reports must have exactly `want` among the sites of `funcs`,
     /// and its trace must be complete.
     pub fn assert_leaks(&self, exe: &str, funcs: &[&str], want: &[(&str, u64, u64)]) {
-        for report in self.reports() {
+        for (via, report) in ["memshim run", "LD_PRELOAD"]
+            .into_iter()
+            .zip(self.reports())
+        {
             let p = process_by_exe(&report, exe);
             assert_eq!(
                 p["truncated"],
                 false,
-                "the trace of {exe} is incomplete: {}\nnotes: {}",
+                "the trace of {exe} under {via} is incomplete: {}\ntrace {}, dropped {}\nnotes: {}",
                 dump(p),
+                p["trace"],
+                p["dropped_events"],
                 p["notes"]
             );
             assert_eq!(
