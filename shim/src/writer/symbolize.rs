@@ -19,7 +19,9 @@ pub fn resolve(addrs: &[u64], budget: Duration) -> Outcome {
     let start = Instant::now();
     let mut symbols = Vec::with_capacity(addrs.len());
     for (i, &addr) in addrs.iter().enumerate() {
-        if i % 64 == 0 && start.elapsed() > budget {
+        super::made_progress(1);
+        // Checked at every address: one new module's debug information can take a while.
+        if start.elapsed() > budget {
             return Outcome {
                 note: Some(format!(
                     "in-process symbolization stopped after {:.1} s with {} of {} addresses done; the rest are symbolized by the CLI from the module map",
