@@ -1,7 +1,7 @@
-"""Lent Python frames' cost: a native thread (lent_worker.so) makes N device allocations through the
-stand-in driver (tests/cuda) while the main thread waits 13 Python frames deep, as PyTorch's autograd
-thread allocates gradients during backward(). Each allocation's stack gets the main thread's frames,
-read while that thread may run.  python lent_frames.py WORKER_SO [N]"""
+"""Lent Python frames' cost: a native thread (many_in_thread of tests/cuda/python/native_worker.c)
+makes N device allocations through the stand-in driver (tests/cuda) while the main thread waits 13
+Python frames deep, as PyTorch's autograd thread allocates gradients during backward(). Each allocation's stack gets the main thread's frames,
+read while that thread may run.  python lent_frames.py NATIVE_WORKER_SO [N]"""
 import ctypes
 import sys
 

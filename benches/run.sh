@@ -99,7 +99,7 @@ done
 # Lent Python frames: a native thread allocating device memory (the stand-in driver) for Python code
 # waiting 13 frames deep (benches/lent_frames.py), under memshim with Python frames and without.
 bash tests/cuda/build.sh "$work/cuda" >/dev/null
-"${CC:-cc}" -shared -fPIC -O2 -o "$work/lent_worker.so" benches/lent_worker.c -ldl -lpthread
+"${CC:-cc}" -shared -fPIC -O2 -o "$work/lent_worker.so" tests/cuda/python/native_worker.c -ldl -lpthread
 for r in $(seq "$ROUNDS"); do
     measure lent-bare env LD_LIBRARY_PATH="$work/cuda" "$PY" benches/lent_frames.py "$work/lent_worker.so"
     rm -rf "$work/ml"

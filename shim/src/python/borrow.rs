@@ -5,8 +5,8 @@
 //! For CUDA, NUMA and PyTorch allocator calls, rarer than heap calls: the main thread may be running
 //! while it is read, so every read goes through the kernel (`Checked`: a freed frame gives an error,
 //! never a fault), a chunk at a time (`Chunked`: a frame's and its code object's words cost a few
-//! system calls, not one each), and no CPython function is called. Lines come from decoding the code object's line table here (3.11+);
-//! before 3.11 a lent frame gets its function's first line.
+//! system calls, not one each), and no CPython function is called. Lines come from decoding the code
+//! object's line table here (3.11+); before 3.11 a lent frame gets its function's first line.
 use super::codes;
 use super::layout::{Layout, BYTES_DATA, BYTES_SIZE, TSTATE_NEXT};
 use super::linetable::line_at;
