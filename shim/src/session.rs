@@ -22,8 +22,6 @@ use crate::{probes, probes::modules, record::stacks, sys, sys::clock, writer, wr
 const CHANNEL_CAPACITY: usize = 1 << 16;
 /// The longest the exiting thread waits for the writer to finish the trace.
 const EXIT_WAIT: Duration = Duration::from_secs(10);
-/// The longest the end of a process waits for a writer that keeps making progress.
-const EXIT_CAP: Duration = Duration::from_secs(60);
 
 static FORKED: AtomicBool = AtomicBool::new(false);
 
@@ -263,38 +261,10 @@ pub fn finish(reason: EndReason) -> bool {
     // The writer may be in its longest nap: every millisecond here is one more the program's other
     // threads run after the program tore itself down (see `sys::doorbell`).
     sys::doorbell::ring();
-    wait_for_writer(&ack_rx);
+    let _ = ack_rx.recv_timeout(EXIT_WAIT);
     // The heap may have run dry on the way: the writer then drops the request and ends the trace.
     wait_for_memory_end();
     true
-}
-
-/// Waits for the writer's acknowledgement of the end: for as long as the writer makes progress (a
-/// loaded machine may take it seconds to symbolize), but never past [`EXIT_WAIT`] without progress
-/// or [`EXIT_CAP`] in all. A fixed 10 s once ended a trace unclosed on a CI machine at load 24.
-fn wait_for_writer(ack: &crossbeam_channel::Receiver<()>) {
-    let start = clock::monotonic_ns();
-    let (mut seen, mut moved) = (writer::progress(), start);
-    loop {
-        match ack.recv_timeout(Duration::from_millis(200)) {
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
-            _ => return,
-        }
-        let now = clock::monotonic_ns();
-        let done = writer::progress();
-        if done != seen {
-            (seen, moved) = (done, now);
-        }
-        if !keep_waiting(start, moved, now) {
-            return;
-        }
-    }
-}
-
-/// True while a wait that began at `start` and last saw progress at `moved` goes on at `now`.
-fn keep_waiting(start: u64, moved: u64, now: u64) -> bool {
-    now.saturating_sub(moved) < EXIT_WAIT.as_nanos() as u64
-        && now.saturating_sub(start) < EXIT_CAP.as_nanos() as u64
 }
 
 /// When the shim's heap ran dry (recording stopped, the writer ending the trace itself), waits for
@@ -408,24 +378,5 @@ impl Lifecycle for Session {
 
     fn restart_in_child() {
         after_fork_in_child();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{keep_waiting, EXIT_CAP, EXIT_WAIT};
-
-    #[test]
-    fn the_end_waits_while_the_writer_moves_and_gives_up_when_it_stops_or_at_the_cap() {
-        let s = 1_000_000_000u64;
-        let quiet = EXIT_WAIT.as_nanos() as u64;
-        let cap = EXIT_CAP.as_nanos() as u64;
-        // Progress a moment ago: wait on, even well past the quiet limit since the start.
-        assert!(keep_waiting(s, s + 3 * quiet, s + 3 * quiet + 1));
-        // No progress for the whole quiet limit: stop.
-        assert!(!keep_waiting(s, s, s + quiet));
-        assert!(keep_waiting(s, s, s + quiet - 1));
-        // Progress all along, but the cap is reached: stop.
-        assert!(!keep_waiting(s, s + cap - 1, s + cap));
     }
 }

@@ -46,19 +46,6 @@ const BATCH_BYTES: usize = 1 << 20;
 const WAITING_BATCH_BYTES: usize = 64 << 10;
 /// Empty polls in a row after which what is pending goes on disk (see `run`).
 const QUIET_POLLS: u32 = 2;
-/// Work the writer has done: messages taken, addresses symbolized. A thread waiting for the writer
-/// at exit waits for as long as this moves (see `session::finish`).
-static PROGRESS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// What the writer has done so far, in no particular unit: only whether it changed matters.
-pub fn progress() -> u64 {
-    PROGRESS.load(std::sync::atomic::Ordering::Relaxed)
-}
-
-fn made_progress(by: u64) {
-    PROGRESS.fetch_add(by, std::sync::atomic::Ordering::Relaxed);
-}
-
 /// Starts the writer thread.
 pub fn spawn(w: Writer) -> io::Result<()> {
     crate::sys::threads::spawn(c"memshim-writer", move || w.run())
@@ -174,7 +161,6 @@ impl Writer {
                 let mut msgs = std::mem::take(&mut self.batch);
                 let ended = batch::take(rx, &mut msgs, &self.out);
                 taken += msgs.len();
-                made_progress(msgs.len() as u64);
                 for msg in msgs.drain(..) {
                     // Each message may need memory: none more once the heap ran dry.
                     if crate::sys::own_heap::exhausted() {
