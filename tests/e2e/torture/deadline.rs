@@ -1,7 +1,12 @@
-//! Runs a command with a hard deadline: in a process group of its own, with its output in files (so
-//! that a process it leaves behind holds no pipe of ours), killed with its whole group when the
-//! deadline passes, after every process of the group was shown in gdb, so a hang fails with its
-//! stacks instead of stalling the suite.
+//! Runs a command with a deadline: in a process group of its own, with its output in files (so that
+//! a process it leaves behind holds no pipe of ours), killed with its whole group when it hangs,
+//! after every process of the group was shown in gdb, so a hang fails with its stacks instead of
+//! stalling the suite.
+//!
+//! A hang is told from a slow run by the group's CPU time: past [`DEADLINE`] the command may go on
+//! only while its processes keep using the CPU, up to [`HARD_DEADLINE`]. A deadlock uses none, so it
+//! still fails at 30 s; a run that a loaded machine (CI once at load 46 on 2 cores) slowed twentyfold
+//! is not called a hang for being slow.
 //!
 //! # Safety
 //! `kill` and `setrlimit` are plain system calls with no memory-safety preconditions.
@@ -15,8 +20,16 @@ use crate::util::Outcome;
 use std::sync::Once;
 use std::time::{Duration, Instant};
 
-/// How long any torture program may take, bare or traced (they take well under a second bare).
+/// How long any torture program may take, bare or traced, before it must show progress to go on
+/// (they take well under a second bare).
 pub const DEADLINE: Duration = Duration::from_secs(30);
+
+/// The limit for a command that keeps using the CPU: a livelock spins, and fails here.
+pub const HARD_DEADLINE: Duration = Duration::from_secs(240);
+
+/// Past the deadline, how long a window must pass without any CPU time used by the group for the
+/// command to count as hung.
+const STILL_WINDOW: Duration = Duration::from_secs(5);
 
 /// What a command did (the suite's own [`Outcome`]), and which processes of its group were still
 /// there when it ended.
@@ -78,14 +91,25 @@ impl Spawned {
         std::fs::read_to_string(&self.stdout).unwrap_or_default()
     }
 
-    /// Waits for the command until `deadline` from now; on a hang, panics with the stacks of every
-    /// process of its group (also written to `<tag>.hang.txt` beside its output).
+    /// Waits for the command until `deadline` from now, and past it for as long as its group keeps
+    /// using the CPU (up to [`HARD_DEADLINE`]); on a hang, panics with the stacks of every process
+    /// of its group (also written to `<tag>.hang.txt` beside its output).
     pub fn wait(mut self, deadline: Duration) -> Ran {
         let pgid = self.pid();
-        let until = Instant::now() + deadline;
+        let start = Instant::now();
+        let mut until = start + deadline;
+        let mut cpu_seen = group_cpu_ticks(pgid);
         let status = loop {
             if let Some(status) = self.child.try_wait().expect("wait for the command") {
                 break status;
+            }
+            let now = Instant::now();
+            if now > until && now < start + HARD_DEADLINE.max(deadline) {
+                let cpu = group_cpu_ticks(pgid);
+                if cpu != cpu_seen {
+                    cpu_seen = cpu;
+                    until = now + STILL_WINDOW;
+                }
             }
             if Instant::now() > until {
                 let stacks = group_stacks(pgid);
@@ -94,10 +118,13 @@ impl Spawned {
                 kill_group(pgid);
                 let _ = self.child.wait();
                 panic!(
-                    "HANG: `{}` did not finish within {} s; its output so far:\n{}\n{}\n\
+                    "HANG: `{}` did not finish within {} s (the last {} s without CPU time used, \
+                     or past {} s); its output so far:\n{}\n{}\n\
                      --- stacks of its processes (also in {}) ---\n{stacks}",
                     self.what,
-                    deadline.as_secs(),
+                    start.elapsed().as_secs(),
+                    STILL_WINDOW.as_secs(),
+                    HARD_DEADLINE.as_secs(),
                     self.stdout_so_far(),
                     std::fs::read_to_string(&self.stderr).unwrap_or_default(),
                     hang.display()
@@ -162,6 +189,26 @@ pub fn group_members(pgid: i32) -> Vec<i32> {
         .collect();
     pids.sort();
     pids
+}
+
+/// The CPU time (user and system clock ticks, every thread's) of the group's live processes,
+/// with their pids: a process that ends or starts is progress too.
+fn group_cpu_ticks(pgid: i32) -> Vec<(i32, u64)> {
+    group_members(pgid)
+        .into_iter()
+        .map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+            // After the name: state is field 3 of stat(5), utime 14 and stime 15.
+            let ticks: u64 = rest
+                .split_whitespace()
+                .skip(11)
+                .take(2)
+                .filter_map(|f| f.parse::<u64>().ok())
+                .sum();
+            (pid, ticks)
+        })
+        .collect()
 }
 
 /// `gdb -p PID -batch -ex 'thread apply all bt'` for every live process of the group.
