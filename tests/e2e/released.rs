@@ -117,3 +117,52 @@ fn small_objects_grown_through_arenas_and_released_lead_the_first_screen() {
         );
     }
 }
+
+/// Thousands of new highs per site, one small block at a time: the high-water history is thinned
+/// to a few dozen points and must still show the climb spread over its time (it once kept the
+/// first point and a cluster at the end, and neither site was reported).
+#[test]
+fn steady_climbs_of_thousands_of_small_blocks_are_growth_kept_and_given_back() {
+    let dir = TestDir::new("steady_climb");
+    let prog = dir.compile("steady_climb.c");
+    let (out, report) = traced(&dir, &prog, &NO_ARGS);
+    assert_eq!(out.stdout_str(), "steps 5000\n");
+    let p = process_by_exe(&report, "steady_climb");
+    let g = &p["growth"];
+    let first = |v: &serde_json::Value| v["frames"][0]["function"].clone();
+    let growing: Vec<&serde_json::Value> = g["host"]
+        .as_array()
+        .expect("host")
+        .iter()
+        .filter(|s| first(s) == "keep_name")
+        .collect();
+    assert_eq!(growing.len(), 1, "{}", dump(p));
+    assert_eq!(growing[0]["to_bytes"], 240_000, "{}", dump(p));
+    assert_eq!(growing[0]["live_bytes"], 240_000);
+    let released: Vec<&serde_json::Value> = g["released"]
+        .as_array()
+        .expect("released")
+        .iter()
+        .filter(|r| first(r) == "keep_record")
+        .collect();
+    assert_eq!(released.len(), 1, "{}", dump(p));
+    let r = released[0];
+    assert_eq!(r["memory"], "host");
+    assert_eq!(r["peak_bytes"], 5_000_000);
+    assert_eq!(r["live_bytes"], 0);
+    let at = |k: &str| r[k].as_f64().expect(k);
+    // 5000 steps of at least 100 µs from the first high to the peak.
+    assert!(at("peak_time_s") - at("from_time_s") > 0.45, "{r}");
+    let text = memshim(&[
+        OsStr::new("report"),
+        OsStr::new("--format"),
+        OsStr::new("text"),
+        dir.traces().as_os_str(),
+    ])
+    .stdout_str();
+    let verdict: String = text.lines().take(12).collect::<Vec<_>>().join("\n");
+    assert!(
+        verdict.contains("released growth") && verdict.contains("keep_record (steady_climb.c:"),
+        "{text}"
+    );
+}

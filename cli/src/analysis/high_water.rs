@@ -1,6 +1,11 @@
 //! A site's high-water history: the points where its live bytes set a new high, thinned to at most
-//! [`MAX_POINTS`] (every other point dropped, first and last kept), so memory stays bounded however
+//! [`MAX_POINTS`] spread evenly over the time the highs were set, so memory stays bounded however
 //! long the run. What the growth analysis (`growth`) judges a site by.
+//!
+//! The thinning must keep the spread in time, since that is what growth is judged on: halving the
+//! list while new highs were still taken one by one left a steady climb of thousands of
+//! allocations as its first point and a cluster in its last few milliseconds, which no longer
+//! looked like growth at all.
 
 /// High-water points kept per site.
 pub const MAX_POINTS: usize = 32;
@@ -8,14 +13,23 @@ pub const MAX_POINTS: usize = 32;
 /// A site's high-water history.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HighWater {
-    /// (time ns, live bytes) at each kept new high.
+    /// (time ns, live bytes) at each kept new high; the last is always the latest high.
     pub points: Vec<(u64, u64)>,
+    /// The least time between kept points: 0 until the list first fills, then about the span
+    /// over half the points, so that a new high closer to the previous kept point than this
+    /// replaces the last point instead of adding one.
+    gap_ns: u64,
 }
 
 impl HighWater {
     /// Notes the site's live bytes after an allocation.
     pub fn observe(&mut self, t: u64, live: u64) {
         if self.points.last().is_some_and(|&(_, hi)| live <= hi) {
+            return;
+        }
+        let n = self.points.len();
+        if n >= 2 && t.saturating_sub(self.points[n - 2].0) < self.gap_ns {
+            self.points[n - 1] = (t, live);
             return;
         }
         self.points.push((t, live));
@@ -29,6 +43,9 @@ impl HighWater {
             if self.points.last() != Some(&last) {
                 self.points.push(last);
             }
+            let first = self.points[0].0;
+            let span = last.0.saturating_sub(first);
+            self.gap_ns = self.gap_ns.max(span / (MAX_POINTS as u64 / 2));
         }
     }
 
@@ -46,8 +63,85 @@ impl HighWater {
             .chain(other.points.iter().copied())
             .collect();
         all.sort_unstable();
+        self.gap_ns = 0;
         for (t, live) in all {
             self.observe(t, live);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The eighths of `[start, end]` that hold a point.
+    fn eighths(h: &HighWater, start: u64, end: u64) -> Vec<u64> {
+        let mut e: Vec<u64> = h
+            .points
+            .iter()
+            .map(|&(t, _)| ((t - start) * 8 / (end - start + 1)).min(7))
+            .collect();
+        e.dedup();
+        e
+    }
+
+    #[test]
+    fn a_long_steady_climb_stays_spread_over_its_whole_time() {
+        let mut h = HighWater::default();
+        // 20,000 new highs, one every 50 µs for a second.
+        for i in 1..=20_000u64 {
+            h.observe(i * 50_000, i * 4000);
+        }
+        assert!(h.points.len() <= MAX_POINTS, "{}", h.points.len());
+        assert_eq!(h.points[0], (50_000, 4000));
+        assert_eq!(h.high(), 80_000_000);
+        assert_eq!(*h.points.last().unwrap(), (1_000_000_000, 80_000_000));
+        assert_eq!(
+            eighths(&h, 50_000, 1_000_000_000),
+            (0..8).collect::<Vec<_>>()
+        );
+        // No two kept points closer than a sixty-fourth of the span, none further than a tenth.
+        for w in h.points.windows(2) {
+            let d = w[1].0 - w[0].0;
+            assert!(
+                (15_000_000..100_000_000).contains(&d),
+                "{d} in {:?}",
+                h.points
+            );
+        }
+    }
+
+    #[test]
+    fn highs_only_rise_and_the_last_is_the_latest() {
+        let mut h = HighWater::default();
+        for i in 1..=5000u64 {
+            // Rises and falls: only a new high is a point.
+            h.observe(i * 1000, (i % 7) * 10 + i);
+        }
+        assert!(h
+            .points
+            .windows(2)
+            .all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1));
+        let value = |i: u64| (i % 7) * 10 + i;
+        let top = (1..=5000u64)
+            .max_by_key(|&i| (value(i), std::cmp::Reverse(i)))
+            .unwrap();
+        assert_eq!(*h.points.last().unwrap(), (top * 1000, value(top)));
+    }
+
+    #[test]
+    fn merging_two_curves_keeps_the_running_maximum_spread() {
+        let (mut a, mut b) = (HighWater::default(), HighWater::default());
+        for i in 1..=3000u64 {
+            a.observe(i * 100_000, i * 10);
+            b.observe(i * 100_000 + 50_000, i * 10 + 5);
+        }
+        a.merge(&b);
+        assert!(a.points.len() <= MAX_POINTS);
+        assert_eq!(a.high(), 30_005);
+        assert_eq!(
+            eighths(&a, 100_000, 300_050_000),
+            (0..8).collect::<Vec<_>>()
+        );
     }
 }
