@@ -200,14 +200,20 @@ fn process(p: &Process) -> Vec<Verdict> {
 
 /// Frames are missing from `p`'s trace: what is live at its end includes blocks freed in them, so
 /// no leak or growth of it is called more than low, each says why, and one item says what is
-/// missing and what to do.
+/// missing and what to do. Growth given back counts too: frees lost with the frames make a site
+/// that only churned look as if it climbed until its last frees were seen.
 fn incomplete(p: &Process, v: &mut Vec<Verdict>) {
     const DOUBT: &str =
         "; frames are missing from this trace, so some of this may have been freed in them";
     for x in v.iter_mut() {
         if matches!(
             x.kind,
-            "leak" | "mapping_leak" | "held_at_exit" | "held_at_detach" | "growth"
+            "leak"
+                | "mapping_leak"
+                | "held_at_exit"
+                | "held_at_detach"
+                | "growth"
+                | "released_growth"
         ) {
             x.severity = "low";
             x.text.push_str(DOUBT);
