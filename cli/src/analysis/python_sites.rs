@@ -19,17 +19,34 @@ pub fn python_key(frames: &[u64]) -> Vec<u64> {
         .collect()
 }
 
-/// Maps each stack id whose Python frames another, smaller stack id shares to that id.
-pub fn groups(stacks: &HashMap<u32, Vec<u64>>) -> HashMap<u32, u32> {
+/// Each stack id with Python frames, mapped to a number for its Python frames (its location):
+/// stacks with the same Python frames get the same number. Worked out once per trace, since a
+/// PyTorch job's thousands of stacks are 150 frames deep and every grouping below needs the keys
+/// (they were rebuilt for each kind of memory, 17% of such a report's time).
+pub fn location_keys(stacks: &HashMap<u32, Vec<u64>>) -> HashMap<u32, u32> {
     let mut ids: Vec<u32> = stacks.keys().copied().collect();
     ids.sort_unstable();
-    let mut first: HashMap<Vec<u64>, u32> = HashMap::default();
+    let mut numbers: HashMap<Vec<u64>, u32> = HashMap::default();
     let mut out = HashMap::default();
     for id in ids {
         let key = python_key(&stacks[&id]);
         if key.is_empty() {
             continue;
         }
+        let next = numbers.len() as u32;
+        out.insert(id, *numbers.entry(key).or_insert(next));
+    }
+    out
+}
+
+/// Maps each stack id whose Python frames another, smaller stack id shares to that id; `keys`
+/// from [`location_keys`].
+pub fn groups(keys: &HashMap<u32, u32>) -> HashMap<u32, u32> {
+    let mut ids: Vec<(u32, u32)> = keys.iter().map(|(&id, &k)| (id, k)).collect();
+    ids.sort_unstable();
+    let mut first: HashMap<u32, u32> = HashMap::default();
+    let mut out = HashMap::default();
+    for (id, key) in ids {
         let canon = *first.entry(key).or_insert(id);
         if canon != id {
             out.insert(id, canon);
@@ -42,30 +59,23 @@ pub fn groups(stacks: &HashMap<u32, Vec<u64>>) -> HashMap<u32, u32> {
 /// that allocated the most bytes there: its native frames are the ones a reader should see (a
 /// device site shows a device allocation's stack, not a host one that reached the same line first).
 pub fn groups_by_weight(
-    stacks: &HashMap<u32, Vec<u64>>,
+    keys: &HashMap<u32, u32>,
     sites: &HashMap<u32, SiteStats>,
 ) -> HashMap<u32, u32> {
-    let mut ids: Vec<u32> = sites
+    let mut ids: Vec<(u32, u32)> = sites
         .keys()
-        .copied()
-        .filter(|id| stacks.contains_key(id))
+        .filter_map(|id| Some((*id, *keys.get(id)?)))
         .collect();
     ids.sort_unstable();
-    let mut best: HashMap<Vec<u64>, (u64, u32)> = HashMap::default();
-    let mut keys: Vec<(u32, Vec<u64>)> = Vec::new();
-    for id in ids {
-        let key = python_key(&stacks[&id]);
-        if key.is_empty() {
-            continue;
-        }
+    let mut best: HashMap<u32, (u64, u32)> = HashMap::default();
+    for &(id, key) in &ids {
         let weight = sites[&id].allocated_bytes;
-        let e = best.entry(key.clone()).or_insert((weight, id));
+        let e = best.entry(key).or_insert((weight, id));
         if weight > e.0 {
             *e = (weight, id);
         }
-        keys.push((id, key));
     }
-    keys.into_iter()
+    ids.into_iter()
         .filter_map(|(id, key)| {
             let canon = best[&key].1;
             (canon != id).then_some((id, canon))
@@ -110,7 +120,8 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        let g = groups(&stacks);
+        let keys = location_keys(&stacks);
+        let g = groups(&keys);
         assert_eq!(site_of(&g, 5), 3);
         assert_eq!(site_of(&g, 3), 3);
         assert_eq!(site_of(&g, 4), 4);
@@ -141,7 +152,7 @@ mod tests {
         let sites: HashMap<u32, SiteStats> = [(3, heavy(10)), (5, heavy(99)), (6, heavy(1))]
             .into_iter()
             .collect();
-        let g = groups_by_weight(&stacks, &sites);
+        let g = groups_by_weight(&keys, &sites);
         assert_eq!(site_of(&g, 3), 5);
         assert_eq!(site_of(&g, 5), 5);
         assert_eq!(

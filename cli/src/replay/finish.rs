@@ -47,7 +47,8 @@ pub(super) fn finish(r: &mut Replayed, end: ReadEnd, window_note: Option<String>
         define_code(r, c);
     }
     r.counts = r.kinds.clone().into_map();
-    r.py_groups = crate::analysis::python_sites::groups(&r.stacks);
+    r.py_keys = crate::analysis::python_sites::location_keys(&r.stacks);
+    r.py_groups = crate::analysis::python_sites::groups(&r.py_keys);
     r.notes.extend(window_note);
     if r.left_out.notes > 0 {
         r.notes.push(format!(

@@ -115,6 +115,9 @@ pub struct Replayed {
     /// Stack ids that share their Python frames with a smaller id, mapped to it (one site per
     /// Python location).
     pub py_groups: HashMap<u32, u32>,
+    /// Each stack id with Python frames, mapped to its location's number
+    /// (`analysis::python_sites::location_keys`).
+    pub py_keys: HashMap<u32, u32>,
     /// `--all-frames`: the reports of this trace show every frame (see `report::frame_marks`). Set
     /// by the command after replaying; replay itself never reads it.
     pub all_frames: bool,
@@ -181,6 +184,7 @@ impl Replayed {
             unified: Default::default(),
             py_codes: HashMap::default(),
             py_groups: HashMap::default(),
+            py_keys: HashMap::default(),
             all_frames: false,
             script_dir: Default::default(),
             py_strings: HashMap::default(),

@@ -25,7 +25,7 @@ pub fn weighted_groups(t: &Replayed, sites: &HashMap<u32, SiteStats>) -> HashMap
     if t.py_groups.is_empty() {
         return HashMap::default();
     }
-    crate::analysis::python_sites::groups_by_weight(&t.stacks, sites)
+    crate::analysis::python_sites::groups_by_weight(&t.py_keys, sites)
 }
 
 /// As [`leak_class`], with the stacks of each Python location grouped as `groups` says.

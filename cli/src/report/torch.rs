@@ -54,7 +54,7 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> TorchSection {
         s.points().iter().map(|&(at, v)| (secs(at), v)).collect()
     };
     let all = merge_sites(t.torch.devices.values().map(|d| d.blocks.sites()));
-    let groups = groups_by_weight(&t.stacks, &all);
+    let groups = groups_by_weight(&t.py_keys, &all);
     for (&id, d) in &t.torch.devices {
         let driver_bytes = t.device.devices.get(&id).map_or(0, |p| p.live_bytes);
         let mut peak_sites = leak_class_grouped(t, sym, &d.blocks.peak_sites(), &groups).sites;
