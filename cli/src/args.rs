@@ -252,7 +252,7 @@ pub enum Command {
 pub enum Format {
     /// For a terminal.
     Text,
-    /// The documented `memshim.report/1` schema.
+    /// The documented `memshim.report/2` schema.
     Json,
     /// To paste into a bug report.
     Markdown,

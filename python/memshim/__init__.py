@@ -68,7 +68,8 @@ def cli():
 def report_window(since, until):
     """The JSON report of this process's own trace between two ``elapsed()`` readings: what was
     allocated in that window, its peak, and what of it was still held at its end. Returns the
-    process's entry of the report (a dict), or raises RuntimeError saying why not."""
+    process's entry of the report (a dict, its frames in place: see ``unpack_frames``), or raises
+    RuntimeError saying why not."""
     path = trace_path()
     if path is None:
         raise RuntimeError("this process is not traced by memshim")
@@ -83,7 +84,27 @@ def report_window(since, until):
     done = subprocess.run(argv, capture_output=True, env=env, check=False)
     if done.returncode != 0:
         raise RuntimeError("memshim report failed: " + done.stderr.decode(errors="replace").strip())
-    return json.loads(done.stdout)["processes"][0]
+    return unpack_frames(json.loads(done.stdout))["processes"][0]
+
+
+def unpack_frames(report):
+    """A ``memshim report --format json`` document (memshim.report/2) with every ``frames`` list,
+    written as indexes into its ``frame_table``, holding the frames themselves."""
+    table = report.get("frame_table", [])
+
+    def walk(v):
+        if isinstance(v, list):
+            for x in v:
+                walk(x)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                if k in ("frames", "marker") and isinstance(x, list) and all(isinstance(i, int) for i in x):
+                    v[k] = [table[i] for i in x]
+                elif k != "frame_table":
+                    walk(x)
+
+    walk(report)
+    return report
 
 
 class Region:

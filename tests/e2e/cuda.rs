@@ -388,7 +388,7 @@ fn bench_stores_ceilings_and_reports_compare_against_them() {
                 .arg(dir.traces())
                 .env("MEMSHIM_CEILINGS", path),
         );
-        serde_json::from_slice(&out.stdout).expect("report is JSON")
+        crate::report::parse(&out.stdout)
     };
     // Ceilings a developer measured on this machine must not leak into the test.
     let without = report_with(&dir.path("no-ceilings.json"));

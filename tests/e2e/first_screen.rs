@@ -144,7 +144,7 @@ fn a_c_leak_is_the_verdict_and_the_peak_names_its_site() {
         "         100 B in      1 block   keep_name (first_screen_leak.c:21)"
     );
     let json = report_as("json", &dir.traces(), &[]);
-    let p: Value = serde_json::from_str(&json).expect("JSON");
+    let p: Value = crate::report::parse(json.as_bytes());
     assert_eq!(p["totals"]["leaked_host_bytes"], (3 << 20) + 100);
 }
 
@@ -229,12 +229,9 @@ fn a_shell_launcher_is_named_with_the_command_that_traces_the_program_and_filter
         [real_header]
     );
     assert_eq!(headers(&["--program", "bash launch"]).len(), 1);
-    let filtered: Value = serde_json::from_str(&report_as(
-        "json",
-        &dir.traces(),
-        &["--program", "first_screen_leak"],
-    ))
-    .expect("JSON");
+    let filtered: Value = crate::report::parse(
+        report_as("json", &dir.traces(), &["--program", "first_screen_leak"]).as_bytes(),
+    );
     assert_eq!(filtered["totals"]["processes"], 1);
     assert_eq!(filtered["verdict"][0]["program"], "first_screen_leak");
     let none = memshim(&[

@@ -63,7 +63,7 @@ fn redact_hides_home_user_host_and_arguments_in_every_format() {
             );
         }
     }
-    let v: Value = serde_json::from_str(&json).expect("JSON");
+    let v: Value = crate::report::unpack(serde_json::from_str(&json).expect("JSON"));
     let p = &v["processes"][0];
     assert_eq!(p["hostname"], "<host>");
     assert_eq!(
@@ -206,7 +206,7 @@ fn html_report_is_self_contained_and_renders_in_chromium() {
     );
     let html = std::fs::read_to_string(&page).expect("the page");
     assert!(html.contains("<script id=\"memshim-data\" type=\"application/json\">{"));
-    assert!(html.contains("\"schema\":\"memshim.report/1\""));
+    assert!(html.contains("\"schema\":\"memshim.report/2\""));
     // Nothing is fetched: no external scripts, styles or images.
     for pattern in ["src=\"http", "href=\"http", "@import", "url(http"] {
         assert!(!html.contains(pattern), "the page loads {pattern}…");
@@ -267,7 +267,7 @@ fn pid_and_min_bytes_filters() {
     let prog = dir.compile("fork.c");
     memshim_run_ok(&dir, &prog, &[] as &[&str]);
     let all: Value =
-        serde_json::from_str(&report(&dir, &["--format", "json"], &dir.root)).expect("JSON");
+        crate::report::parse(report(&dir, &["--format", "json"], &dir.root).as_bytes());
     let procs = all["processes"].as_array().expect("processes");
     assert_eq!(procs.len(), 2);
     let child = procs
@@ -275,21 +275,15 @@ fn pid_and_min_bytes_filters() {
         .find(|p| p["forked"] == true)
         .expect("the child");
     let pid = child["pid"].to_string();
-    let one: Value = serde_json::from_str(&report(
-        &dir,
-        &["--format", "json", "--pid", &pid],
-        &dir.root,
-    ))
-    .expect("JSON");
+    let one: Value = crate::report::parse(
+        report(&dir, &["--format", "json", "--pid", &pid], &dir.root).as_bytes(),
+    );
     let kept = one["processes"].as_array().expect("processes");
     assert_eq!(kept.len(), 1);
     assert_eq!(kept[0]["pid"], child["pid"]);
-    let big: Value = serde_json::from_str(&report(
-        &dir,
-        &["--format", "json", "--min-bytes", "200"],
-        &dir.root,
-    ))
-    .expect("JSON");
+    let big: Value = crate::report::parse(
+        report(&dir, &["--format", "json", "--min-bytes", "200"], &dir.root).as_bytes(),
+    );
     for p in big["processes"].as_array().expect("processes") {
         for s in p["leaks"]["host"]["sites"].as_array().expect("sites") {
             assert!(s["bytes"].as_u64().expect("bytes") >= 200, "{s}");
@@ -316,7 +310,7 @@ fn since_and_until_keep_the_events_of_a_time_window() {
     let leaks = |extra: &[&str]| {
         let mut args = vec!["--format", "json"];
         args.extend_from_slice(extra);
-        let r: Value = serde_json::from_str(&report(&dir, &args, &dir.root)).expect("JSON");
+        let r: Value = crate::report::parse(report(&dir, &args, &dir.root).as_bytes());
         let p = crate::report::process_by_exe(&r, "phases");
         (
             crate::report::user_summary(p, "host", &phases),
@@ -388,7 +382,7 @@ fn collapsed_stacks_at_the_heap_peak_differ_from_those_at_exit() {
     assert!(leaked.contains(";main;keep_small 10000\n"), "{leaked}");
     assert!(!leaked.contains("build_cache"), "{leaked}");
     let json: Value =
-        serde_json::from_str(&report(&dir, &["--format", "json"], &dir.root)).expect("JSON");
+        crate::report::parse(report(&dir, &["--format", "json"], &dir.root).as_bytes());
     let at_peak = json["processes"][0]["heap"]["peak_sites"]
         .as_array()
         .expect("peak sites");

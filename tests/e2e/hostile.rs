@@ -163,7 +163,9 @@ pub(crate) fn json_report(path: &Path) -> Value {
         Duration::from_secs(60),
     );
     assert_eq!(code, Some(0), "stderr: {err}");
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+    crate::report::unpack(
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}")),
+    )
 }
 
 pub(crate) fn notes(p: &Value) -> Vec<String> {

@@ -64,6 +64,7 @@ fn a_buffer_on_the_other_node_of_a_two_node_guest_is_named_remote() {
     let report: Value = serde_json::from_str(&text)
         .unwrap_or_else(|e| panic!("the guest's report is not JSON ({e}): {}", out.describe()));
     check_shape(&report);
+    let report = crate::report::unpack(report);
     let p = process_by_exe(&report, "numa_cross_node");
     assert_eq!(p["exe"], "/numa_cross_node");
     let numa = &p["numa"];

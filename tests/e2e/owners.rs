@@ -151,7 +151,7 @@ fn suppressions_set_named_leaks_apart_with_exact_bytes_and_the_gate_honours_them
         dir.traces().as_os_str(),
     ]);
     assert!(out.status.success(), "{}", out.describe());
-    let report: Value = serde_json::from_str(&out.stdout_str()).unwrap();
+    let report: Value = crate::report::parse(&out.stdout);
     let p = process_by_exe(&report, "leaky");
     let host = &p["leaks"]["host"];
     assert_eq!(host["suppressed_bytes"], 112, "{host:#}");

@@ -21,6 +21,51 @@ pub fn report_json(path: &Path) -> Value {
     let report: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("the report is not JSON ({e}): {}", out.describe()));
     check_shape(&report);
+    unpack(report)
+}
+
+/// A report's JSON, checked as [`report_json`] checks it, with its frames put back in place.
+pub fn parse(json: &[u8]) -> Value {
+    let report: Value = serde_json::from_slice(json).unwrap_or_else(|e| {
+        panic!(
+            "the report is not JSON ({e}): {}",
+            String::from_utf8_lossy(json)
+        )
+    });
+    check_shape(&report);
+    unpack(report)
+}
+
+/// The report with every `frames` list (and a torch loop's `marker`), written as indexes into
+/// `frame_table` (memshim.report/2), holding the frames themselves, as the HTML page's script does.
+pub fn unpack(mut report: Value) -> Value {
+    fn walk(v: &mut Value, table: &[Value]) {
+        match v {
+            Value::Array(items) => items.iter_mut().for_each(|i| walk(i, table)),
+            Value::Object(map) => {
+                for (k, val) in map.iter_mut() {
+                    let indexes = val.as_array().is_some_and(|a| a.iter().all(Value::is_u64));
+                    if (k == "frames" || k == "marker") && indexes {
+                        for f in val.as_array_mut().into_iter().flatten() {
+                            let i = f.as_u64().unwrap_or(u64::MAX) as usize;
+                            *f = table
+                                .get(i)
+                                .cloned()
+                                .unwrap_or_else(|| panic!("frame {i} is not in frame_table"));
+                        }
+                    } else if k != "frame_table" {
+                        walk(val, table);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let table = report["frame_table"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    walk(&mut report, &table);
     report
 }
 
@@ -38,7 +83,8 @@ pub fn check_shape(report: &Value) {
         "the report departs from docs/report.schema.json:\n{}",
         errors.join("\n")
     );
-    assert_eq!(report["schema"], "memshim.report/1", "schema of {report}");
+    let report = &unpack(report.clone());
+    assert_eq!(report["schema"], "memshim.report/2", "schema of {report}");
     for p in processes(report) {
         for key in ["pid", "ppid"] {
             u(p, key);

@@ -83,6 +83,7 @@ fn check_report(path: &Path) {
             )
         });
         check_shape(&report);
+        let report = crate::report::unpack(report);
         let procs = processes(&report);
         assert!(
             !procs.is_empty(),
@@ -272,8 +273,7 @@ exit $status"#;
         warnings[0].contains("bytes of its frames (No space left on device"),
         "{stderr}"
     );
-    let report: Value =
-        serde_json::from_slice(&std::fs::read(&json).expect("report")).expect("JSON report");
+    let report: Value = crate::report::parse(&std::fs::read(&json).expect("report"));
     let p = process_by_exe(&report, "disk_filler");
     assert_eq!(p["end"], "exit", "{}", dump(p));
     assert_eq!(p["truncated"], false, "{}", dump(p));

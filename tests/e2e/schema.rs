@@ -133,13 +133,13 @@ fn check(v: &Value, s: &Value, path: &str, out: &mut Vec<String>) {
 
 #[test]
 fn the_validator_catches_what_it_should() {
-    let ok = serde_json::json!({"schema": "memshim.report/1", "processes": [], "ranks": null, "unreadable": []});
+    let ok = serde_json::json!({"schema": "memshim.report/2", "processes": [], "ranks": null, "unreadable": [], "frame_table": []});
     assert!(errors(&ok).is_empty(), "{:?}", errors(&ok));
     let bad =
-        serde_json::json!({"schema": "memshim.report/2", "processes": [{"pid": -1}], "extra": 1});
+        serde_json::json!({"schema": "memshim.report/1", "processes": [{"pid": -1}], "extra": 1});
     let e = errors(&bad);
     assert!(
-        e.iter().any(|x| x.contains("is not \"memshim.report/1\"")),
+        e.iter().any(|x| x.contains("is not \"memshim.report/2\"")),
         "{e:?}"
     );
     assert!(

@@ -31,8 +31,7 @@ fn snapshot_reports_what_a_running_program_holds_now_and_it_runs_on() {
     } else {
         assert!(err.contains("wrote out what it recorded to "), "{err}");
     }
-    let report: Value = serde_json::from_slice(&std::fs::read(&json).expect("the snapshot"))
-        .expect("the snapshot is JSON");
+    let report: Value = crate::report::parse(&std::fs::read(&json).expect("the snapshot"));
     let procs = processes(&report);
     assert_eq!(procs.len(), 1);
     let p = &procs[0];

@@ -1,16 +1,38 @@
-//! JSON: the `memshim.report/1` contract (and `diff`'s `memshim.diff/1`), pretty-printed.
+//! JSON: the `memshim.report/2` contract (each distinct frame once, in `frame_table`, and every
+//! `frames` list as indexes into it) and `diff`'s `memshim.diff/1`, pretty-printed.
 use std::io::{self, Write};
 
 use serde::Serialize;
 
 use super::Render;
+use crate::report::diff::Diff;
+use crate::report::model::frame_table::{with_table, TableSoFar, WithTable};
+use crate::report::model::Report;
 
 /// The JSON renderer, of a report or of a diff.
 pub struct Json;
 
-impl<M: Serialize> Render<M> for Json {
-    fn render(&self, model: &M, out: &mut dyn Write) -> io::Result<()> {
-        serde_json::to_writer_pretty(&mut *out, model).map_err(io::Error::other)?;
-        writeln!(out)
+fn write(model: &impl Serialize, out: &mut dyn Write) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, model).map_err(io::Error::other)?;
+    writeln!(out)
+}
+
+impl Render<Report> for Json {
+    fn render(&self, model: &Report, out: &mut dyn Write) -> io::Result<()> {
+        with_table(|| {
+            write(
+                &WithTable {
+                    model,
+                    frame_table: TableSoFar,
+                },
+                out,
+            )
+        })
+    }
+}
+
+impl Render<Diff> for Json {
+    fn render(&self, model: &Diff, out: &mut dyn Write) -> io::Result<()> {
+        write(model, out)
     }
 }

@@ -1,4 +1,4 @@
-//! The one report model every renderer draws from; its JSON form is the `memshim.report/1` contract
+//! The one report model every renderer draws from; its JSON form is the `memshim.report/2` contract
 //! (see `docs/report-schema.md`). Fields are only ever added.
 pub mod build;
 pub mod by_design;

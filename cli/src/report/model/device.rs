@@ -99,6 +99,7 @@ pub struct UnifiedSite {
     pub cpu_page_faults: u64,
     pub gpu_page_faults: u64,
     pub thrashing: u64,
+    #[serde(serialize_with = "super::frame_table::indexes")]
     pub frames: Vec<FrameOut>,
 }
 
@@ -186,6 +187,7 @@ pub struct FailureOut {
     /// The program's function that made the call (see `report::owner::first_program_function`):
     /// in a Python process its innermost Python function; null when no frame names one.
     pub site: Option<String>,
+    #[serde(serialize_with = "super::frame_table::indexes")]
     pub frames: Vec<FrameOut>,
 }
 

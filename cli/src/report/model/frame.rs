@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 /// One frame.
-#[derive(Serialize, Debug, Clone)]
+#[derive(Serialize, Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct FrameOut {
     /// "native" (or "python" for interpreter frames).
     pub kind: &'static str,

@@ -36,6 +36,7 @@ pub struct ReleasedSite {
     pub released_time_s: f64,
     /// Live bytes at the end.
     pub live_bytes: u64,
+    #[serde(serialize_with = "super::frame_table::indexes")]
     pub frames: Vec<FrameOut>,
 }
 
@@ -52,5 +53,6 @@ pub struct GrowthSite {
     pub rate_bytes_per_s: f64,
     /// Live bytes at the end.
     pub live_bytes: u64,
+    #[serde(serialize_with = "super::frame_table::indexes")]
     pub frames: Vec<FrameOut>,
 }

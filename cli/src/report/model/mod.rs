@@ -5,6 +5,7 @@ mod device;
 mod first_screen;
 mod flame;
 pub mod frame;
+pub mod frame_table;
 mod growth;
 mod site;
 mod system;
@@ -24,7 +25,7 @@ pub use torch_steps::*;
 pub use transfers::*;
 
 /// The schema name and major version.
-pub const SCHEMA: &str = "memshim.report/1";
+pub const SCHEMA: &str = "memshim.report/2";
 
 /// A whole report: one entry per traced process.
 #[derive(Serialize, Debug)]

@@ -119,6 +119,7 @@ pub struct Site {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
     /// The stack, innermost first.
+    #[serde(serialize_with = "super::frame_table::indexes")]
     pub frames: Vec<FrameOut>,
 }
 

@@ -62,6 +62,7 @@ pub struct NumaCallOut {
     pub thread: u32,
     /// The program's function that made the call (as `FailureOut::site`).
     pub site: Option<String>,
+    #[serde(serialize_with = "super::frame_table::indexes")]
     pub frames: Vec<FrameOut>,
 }
 
@@ -100,6 +101,7 @@ pub struct PlacementOut {
     pub sampled_pages: u32,
     /// The program's function that allocated it (as `FailureOut::site`).
     pub site: Option<String>,
+    #[serde(serialize_with = "super::frame_table::indexes")]
     pub frames: Vec<FrameOut>,
 }
 

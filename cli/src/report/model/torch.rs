@@ -105,6 +105,7 @@ pub struct ReleasedGrowth {
     pub released_time_s: f64,
     /// Live bytes at the end.
     pub live_bytes: u64,
+    #[serde(serialize_with = "super::frame_table::indexes")]
     pub frames: Vec<FrameOut>,
 }
 
@@ -139,5 +140,6 @@ pub struct TorchOomOut {
     /// By role then; null when not known.
     pub roles: Option<RolesOut>,
     /// The stack of the failing request.
+    #[serde(serialize_with = "super::frame_table::indexes")]
     pub frames: Vec<FrameOut>,
 }

@@ -33,6 +33,7 @@ pub struct TorchStepsOut {
     /// found (fewer than three repetitions).
     pub found_by: Option<&'static str>,
     /// The line that begins each step (its Python frames, outermost last).
+    #[serde(serialize_with = "super::frame_table::indexes")]
     pub marker: Vec<FrameOut>,
     /// That line, as the findings name a place: `function (file:line)`.
     pub marker_place: String,
@@ -82,5 +83,6 @@ pub struct StepGrowth {
     pub bytes: u64,
     /// Where, as the findings name a place: `function (file:line)`.
     pub place: String,
+    #[serde(serialize_with = "super::frame_table::indexes")]
     pub frames: Vec<FrameOut>,
 }

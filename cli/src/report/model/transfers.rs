@@ -72,6 +72,7 @@ pub struct TransferSite {
     pub gpu_gbps: Option<f64>,
     /// Copies of at most 4 KiB made here.
     pub small_count: u64,
+    #[serde(serialize_with = "super::frame_table::indexes")]
     pub frames: Vec<FrameOut>,
 }
 
