@@ -4,8 +4,8 @@
 //! draw these trees; none of them merges frames of its own.
 use rustc_hash::FxHashMap as HashMap;
 
+use super::frame_marks::{hidden, mark, traits, FrameContext, Traits};
 use super::model::{FlameNode, FlameSection, FlameTree, FrameOut};
-use crate::analysis::SiteStats;
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
 
@@ -14,44 +14,119 @@ const CUT_SHARE: u64 = 1000;
 /// At most this many nodes per tree: a tree with more is cut again at twice the weight.
 const MAX_NODES: usize = 3000;
 
-/// A stack as the flame graphs name its frames, outermost first; `None` for the CUDA driver's own.
-type Path = Option<Vec<(String, &'static str)>>;
+/// A stack as the flame graphs name its frames (indexes into [`Names`]), outermost first; `None`
+/// for the CUDA driver's own.
+type Path = Option<Vec<(u32, &'static str)>>;
 
-/// The three flame graphs of `t`'s host heap.
-pub fn section(t: &Replayed, sym: &mut Symbolizer) -> FlameSection {
-    let mut paths: HashMap<u32, Path> = HashMap::default();
-    let sampled = t.heap.sample_bytes > 0;
-    let mut build = |sites: &HashMap<u32, SiteStats>, weight: &dyn Fn(&SiteStats) -> (u64, u64)| {
-        let mut stacks: Vec<(u32, u64, u64)> = sites
-            .iter()
-            .filter(|(id, _)| **id != memshim_trace::UNSAMPLED)
-            .map(|(id, s)| {
-                let (bytes, blocks) = weight(s);
-                (*id, bytes, blocks)
-            })
-            .filter(|(_, bytes, _)| *bytes > 0)
-            .collect();
-        // Stack order, so that merging visits the sites the same way run after run.
-        stacks.sort_unstable_by_key(|(id, ..)| *id);
-        let weighted = stacks.into_iter().filter_map(|(id, bytes, blocks)| {
-            let path = paths.entry(id).or_insert_with(|| path(t, sym, id));
-            path.clone().map(|p| (p, bytes, blocks))
-        });
-        tree(weighted)
-    };
-    let peak = build(&t.heap.peak_sites(), &|s| (s.live_bytes, s.live_count));
-    let leaked = build(t.heap.sites(), &|s| {
-        if sampled {
-            // What the sampled blocks stand for, as the leak tables print it.
-            (
-                s.est_live_bytes.round().max(0.0) as u64,
-                s.est_live_count.round().max(0.0) as u64,
-            )
-        } else {
-            (s.live_bytes, s.live_count)
+/// Frame names, each once: a PyTorch job has a million stacks over a few thousand names.
+#[derive(Default)]
+struct Names {
+    index: HashMap<String, u32>,
+    names: Vec<String>,
+}
+
+impl Names {
+    fn id(&mut self, name: String) -> u32 {
+        if let Some(&i) = self.index.get(&name) {
+            return i;
         }
-    });
-    let allocated = build(t.heap.sites(), &|s| (s.allocated_bytes, s.allocations));
+        let i = self.names.len() as u32;
+        self.names.push(name.clone());
+        self.index.insert(name, i);
+        i
+    }
+}
+
+/// What a flame path needs of one frame, worked out once per return address.
+struct Cached {
+    name: u32,
+    kind: &'static str,
+    traits: Traits,
+    driver: bool,
+}
+
+/// The three flame graphs of `t`'s host heap. Each stack's path is made once for all three, from
+/// its return addresses' frames made once each: building every stack's frames anew took a CPU
+/// PyTorch trace's report (1.16M stacks, 75 frames deep) 70 s and 3 GB.
+pub fn section(t: &Replayed, sym: &mut Symbolizer) -> FlameSection {
+    let sampled = t.heap.sample_bytes > 0;
+    let peak_sites = t.heap.peak_sites();
+    let sites = t.heap.sites();
+    let weights = |id: u32| -> [(u64, u64); 3] {
+        let peak = peak_sites
+            .get(&id)
+            .map_or((0, 0), |s| (s.live_bytes, s.live_count));
+        let (leaked, allocated) = sites.get(&id).map_or(((0, 0), (0, 0)), |s| {
+            let leaked = if sampled {
+                // What the sampled blocks stand for, as the leak tables print it.
+                (
+                    s.est_live_bytes.round().max(0.0) as u64,
+                    s.est_live_count.round().max(0.0) as u64,
+                )
+            } else {
+                (s.live_bytes, s.live_count)
+            };
+            (leaked, (s.allocated_bytes, s.allocations))
+        });
+        [peak, leaked, allocated]
+    };
+    // Stack order, so that merging visits the sites the same way run after run.
+    let mut ids: Vec<u32> = peak_sites
+        .keys()
+        .chain(sites.keys())
+        .copied()
+        .filter(|id| *id != memshim_trace::UNSAMPLED)
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let cx = FrameContext::of(t);
+    let names_only = FrameContext {
+        all_frames: true,
+        ..cx.clone()
+    };
+    let mut names = Names::default();
+    let mut cache: HashMap<u64, Vec<Cached>> = HashMap::default();
+    let mut trees = [Builder::new(), Builder::new(), Builder::new()];
+    for id in ids {
+        let w = weights(id);
+        if w.iter().all(|(bytes, _)| *bytes == 0) {
+            continue;
+        }
+        let Some(addrs) = t.stacks.get(&id) else {
+            // A stack never defined has no frames: the root alone carries it.
+            for (tree, (bytes, blocks)) in trees.iter_mut().zip(w) {
+                if bytes > 0 {
+                    tree.add(&[], bytes, blocks);
+                }
+            }
+            continue;
+        };
+        for &a in addrs {
+            cache.entry(a).or_insert_with(|| {
+                let mut frames = super::sites::address_frames(t, sym, a);
+                // Short file names only: hiding depends on the whole stack.
+                mark(&mut frames, &names_only);
+                frames
+                    .iter()
+                    .map(|f| Cached {
+                        name: names.id(label(f)),
+                        kind: f.kind,
+                        traits: traits(f),
+                        driver: super::owner::owner(std::slice::from_ref(f)) == "cuda_driver",
+                    })
+                    .collect()
+            });
+        }
+        let Some(path) = path(addrs.iter().flat_map(|a| &cache[a]), cx.all_frames) else {
+            continue;
+        };
+        for (tree, (bytes, blocks)) in trees.iter_mut().zip(w) {
+            if bytes > 0 {
+                tree.add(&path, bytes, blocks);
+            }
+        }
+    }
+    let [peak, leaked, allocated] = trees.map(|b| b.finish(&names.names));
     FlameSection {
         peak,
         leaked,
@@ -59,13 +134,26 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> FlameSection {
     }
 }
 
-fn path(t: &Replayed, sym: &mut Symbolizer, id: u32) -> Path {
-    let frames = super::sites::frames(t, sym, id);
-    if super::owner::owner(&frames) == "cuda_driver" {
+/// A stack's path from its frames (innermost first): the frames the reports show, outermost
+/// first, as `sites::frames`, `frame_marks::mark` and `frame::shown` would give them.
+fn path<'a>(frames: impl Iterator<Item = &'a Cached>, all_frames: bool) -> Path {
+    let frames: Vec<&Cached> = frames.collect();
+    if frames.iter().any(|f| f.driver) {
         return None;
     }
-    let shown = super::model::frame::shown(&frames);
-    Some(shown.iter().rev().map(|f| (label(f), f.kind)).collect())
+    let first_python = frames.iter().position(|f| f.traits.python);
+    let shown: Vec<&&Cached> = frames
+        .iter()
+        .enumerate()
+        .filter(|(i, f)| all_frames || hidden(f.traits, *i, first_python).is_none())
+        .map(|(_, f)| f)
+        .collect();
+    let shown: Vec<&&Cached> = if shown.is_empty() {
+        frames.iter().collect()
+    } else {
+        shown
+    };
+    Some(shown.iter().rev().map(|f| (f.name, f.kind)).collect())
 }
 
 /// A frame's name in a flame graph: a Python frame with its file and line (one function is many
@@ -88,23 +176,33 @@ pub fn label(f: &FrameOut) -> String {
 /// A node of the whole tree, before the cut.
 #[derive(Default)]
 struct Whole {
-    name: String,
+    name: u32,
     kind: &'static str,
     bytes: u64,
     blocks: u64,
-    kids: HashMap<String, usize>,
+    kids: HashMap<u32, usize>,
 }
 
-/// Merges weighted stacks (outermost frame first) into one tree and cuts it.
-fn tree(stacks: impl Iterator<Item = (Vec<(String, &'static str)>, u64, u64)>) -> FlameTree {
-    let mut nodes = vec![Whole::default()];
-    for (path, bytes, blocks) in stacks {
+/// Merges weighted stacks (outermost frame first) into one tree, cut when finished.
+struct Builder {
+    nodes: Vec<Whole>,
+}
+
+impl Builder {
+    fn new() -> Builder {
+        Builder {
+            nodes: vec![Whole::default()],
+        }
+    }
+
+    fn add(&mut self, path: &[(u32, &'static str)], bytes: u64, blocks: u64) {
+        let nodes = &mut self.nodes;
         let mut at = 0;
         nodes[0].bytes += bytes;
         nodes[0].blocks += blocks;
-        for (name, kind) in path {
+        for &(name, kind) in path {
             let next = nodes.len();
-            let child = *nodes[at].kids.entry(name.clone()).or_insert(next);
+            let child = *nodes[at].kids.entry(name).or_insert(next);
             if child == next {
                 nodes.push(Whole {
                     name,
@@ -117,22 +215,27 @@ fn tree(stacks: impl Iterator<Item = (Vec<(String, &'static str)>, u64, u64)>) -
             at = child;
         }
     }
-    let total = nodes[0].bytes;
-    let mut cut = total.div_ceil(CUT_SHARE).max(1);
-    loop {
-        let mut out = Vec::new();
-        let mut merged = 0;
-        cut_children(&nodes, 0, None, cut, &mut out, &mut merged);
-        if out.len() <= MAX_NODES || cut >= total {
-            return FlameTree {
-                bytes: total,
-                blocks: nodes[0].blocks,
-                cut_below_bytes: cut,
-                merged_frames: merged,
-                nodes: out,
-            };
+
+    /// The tree cut, its frames named from `names`.
+    fn finish(self, names: &[String]) -> FlameTree {
+        let nodes = &self.nodes;
+        let total = nodes[0].bytes;
+        let mut cut = total.div_ceil(CUT_SHARE).max(1);
+        loop {
+            let mut out = Vec::new();
+            let mut merged = 0;
+            cut_children(nodes, names, 0, None, cut, &mut out, &mut merged);
+            if out.len() <= MAX_NODES || cut >= total {
+                return FlameTree {
+                    bytes: total,
+                    blocks: nodes[0].blocks,
+                    cut_below_bytes: cut,
+                    merged_frames: merged,
+                    nodes: out,
+                };
+            }
+            cut = cut.saturating_mul(2);
         }
-        cut = cut.saturating_mul(2);
     }
 }
 
@@ -140,6 +243,7 @@ fn tree(stacks: impl Iterator<Item = (Vec<(String, &'static str)>, u64, u64)>) -
 /// `cut` merged into one "other" after them.
 fn cut_children(
     nodes: &[Whole],
+    names: &[String],
     at: usize,
     parent: Option<u32>,
     cut: u64,
@@ -148,7 +252,8 @@ fn cut_children(
 ) {
     let mut kids: Vec<usize> = nodes[at].kids.values().copied().collect();
     kids.sort_by(|&a, &b| {
-        (nodes[b].bytes.cmp(&nodes[a].bytes)).then_with(|| nodes[a].name.cmp(&nodes[b].name))
+        (nodes[b].bytes.cmp(&nodes[a].bytes))
+            .then_with(|| names[nodes[a].name as usize].cmp(&names[nodes[b].name as usize]))
     });
     let mut other = FlameNode {
         name: "other".into(),
@@ -162,13 +267,13 @@ fn cut_children(
         if n.bytes >= cut {
             let index = out.len() as u32;
             out.push(FlameNode {
-                name: n.name.clone(),
+                name: names[n.name as usize].clone(),
                 kind: n.kind,
                 bytes: n.bytes,
                 blocks: n.blocks,
                 parent,
             });
-            cut_children(nodes, k, Some(index), cut, out, merged);
+            cut_children(nodes, names, k, Some(index), cut, out, merged);
         } else {
             other.bytes += n.bytes;
             other.blocks += n.blocks;
@@ -191,6 +296,18 @@ fn subtree_size(nodes: &[Whole], at: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Merges stacks of named frames, as `section` does with its paths.
+    fn tree(stacks: impl Iterator<Item = (Vec<(String, &'static str)>, u64, u64)>) -> FlameTree {
+        let mut names = Names::default();
+        let mut b = Builder::new();
+        for (path, bytes, blocks) in stacks {
+            let path: Vec<(u32, &'static str)> =
+                path.into_iter().map(|(n, k)| (names.id(n), k)).collect();
+            b.add(&path, bytes, blocks);
+        }
+        b.finish(&names.names)
+    }
 
     fn stack(names: &[&str], bytes: u64, blocks: u64) -> (Vec<(String, &'static str)>, u64, u64) {
         (

@@ -47,17 +47,43 @@ pub fn mark(frames: &mut [FrameOut], cx: &FrameContext) {
     }
     let first_python = frames.iter().position(|f| f.kind == "python");
     for (i, f) in frames.iter_mut().enumerate() {
-        f.hidden = if f.kind == "python" {
-            is_import_machinery(f).then_some("import")
-        } else if is_startup(f) {
-            Some("startup")
-        } else if first_python.is_some_and(|p| i > p || is_interpreter(f)) {
-            // Outside the innermost Python frame every native frame is the interpreter calling
-            // Python (or C code calling back into it): the Python frames say where.
-            Some("interpreter")
-        } else {
-            None
-        };
+        f.hidden = hidden(traits(f), i, first_python);
+    }
+}
+
+/// What marking reads of one frame, on its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Traits {
+    pub python: bool,
+    import: bool,
+    startup: bool,
+    interpreter: bool,
+}
+
+/// The [`Traits`] of one frame.
+pub fn traits(f: &FrameOut) -> Traits {
+    let python = f.kind == "python";
+    Traits {
+        python,
+        import: python && is_import_machinery(f),
+        startup: !python && is_startup(f),
+        interpreter: !python && is_interpreter(f),
+    }
+}
+
+/// The mark of frame `i` of a stack (innermost first) whose innermost Python frame is
+/// `first_python`: what [`mark`] sets, for callers that keep frames in their own form.
+pub fn hidden(t: Traits, i: usize, first_python: Option<usize>) -> Option<&'static str> {
+    if t.python {
+        t.import.then_some("import")
+    } else if t.startup {
+        Some("startup")
+    } else if first_python.is_some_and(|p| i > p || t.interpreter) {
+        // Outside the innermost Python frame every native frame is the interpreter calling
+        // Python (or C code calling back into it): the Python frames say where.
+        Some("interpreter")
+    } else {
+        None
     }
 }
 

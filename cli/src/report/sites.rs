@@ -91,7 +91,17 @@ pub fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
     };
     let mut out: Vec<FrameOut> = addrs
         .iter()
-        .flat_map(|&a| sym.frames(t, a))
+        .flat_map(|&a| address_frames(t, sym, a))
+        .collect();
+    super::frame_marks::mark(&mut out, &super::frame_marks::FrameContext::of(t));
+    out
+}
+
+/// The frames of one return address (several where calls were inlined), innermost first, before
+/// marking.
+pub fn address_frames(t: &Replayed, sym: &mut Symbolizer, addr: u64) -> Vec<FrameOut> {
+    sym.frames(t, addr)
+        .into_iter()
         .map(|f| FrameOut {
             kind: if f.python { "python" } else { "native" },
             function: f.function,
@@ -104,9 +114,7 @@ pub fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
             hidden: None,
             short_file: None,
         })
-        .collect();
-    super::frame_marks::mark(&mut out, &super::frame_marks::FrameContext::of(t));
-    out
+        .collect()
 }
 
 /// The program's own frame of a stack as "function (file:line)", or the function alone without a
