@@ -22,8 +22,14 @@ pub fn report(traces: Vec<Replayed>, ceilings: &[Ceilings]) -> Report {
 /// gate or `top`).
 pub fn report_parts(mut traces: Vec<Replayed>, ceilings: &[Ceilings], flame: bool) -> Report {
     traces.sort_by_key(|t| (t.header.start_unix_ns, t.header.pid));
-    let traces: Vec<&Replayed> = traces.iter().collect();
-    report_of(&traces, ceilings, flame)
+    let report = report_of(&traces.iter().collect::<Vec<_>>(), ceilings, flame);
+    // Freed on a thread of their own: a PyTorch job's million stacks and sites take a second to
+    // free, which rendering need not wait for (the process may end before it is done). Should no
+    // thread start, the closure, and with it the traces, is dropped here.
+    let _ = std::thread::Builder::new()
+        .name("memshim-free".into())
+        .spawn(move || drop(traces));
+    report
 }
 
 /// As [`report_parts`], of traces already in order, kept by the caller (`top` reads its trace
