@@ -128,25 +128,23 @@ fn steady_climbs_of_thousands_of_small_blocks_are_growth_kept_and_given_back() {
     let (out, report) = traced(&dir, &prog, &NO_ARGS);
     assert_eq!(out.stdout_str(), "steps 5000\n");
     let p = process_by_exe(&report, "steady_climb");
-    let g = &p["growth"];
-    let first = |v: &serde_json::Value| v["frames"][0]["function"].clone();
-    let growing: Vec<&serde_json::Value> = g["host"]
-        .as_array()
-        .expect("host")
-        .iter()
-        .filter(|s| first(s) == "keep_name")
-        .collect();
+    // The sites of one growth list whose innermost frame is `func`.
+    let named = |list: &str, func: &str| -> Vec<serde_json::Value> {
+        p["growth"][list]
+            .as_array()
+            .unwrap_or_else(|| panic!("growth.{list}"))
+            .iter()
+            .filter(|s| s["frames"][0]["function"] == func)
+            .cloned()
+            .collect()
+    };
+    let growing = named("host", "keep_name");
     assert_eq!(growing.len(), 1, "{}", dump(p));
     assert_eq!(growing[0]["to_bytes"], 240_000, "{}", dump(p));
     assert_eq!(growing[0]["live_bytes"], 240_000);
-    let released: Vec<&serde_json::Value> = g["released"]
-        .as_array()
-        .expect("released")
-        .iter()
-        .filter(|r| first(r) == "keep_record")
-        .collect();
+    let released = named("released", "keep_record");
     assert_eq!(released.len(), 1, "{}", dump(p));
-    let r = released[0];
+    let r = &released[0];
     assert_eq!(r["memory"], "host");
     assert_eq!(r["peak_bytes"], 5_000_000);
     assert_eq!(r["live_bytes"], 0);
