@@ -4,7 +4,8 @@
 //! draw these trees; none of them merges frames of its own.
 use rustc_hash::FxHashMap as HashMap;
 
-use super::frame_marks::{hidden, mark, traits, FrameContext, Traits};
+use super::frame_marks::{hidden, short_names, traits, FrameContext, Traits};
+use super::model::frame::shown_by;
 use super::model::{FlameNode, FlameSection, FlameTree, FrameOut};
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
@@ -80,10 +81,6 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> FlameSection {
     ids.sort_unstable();
     ids.dedup();
     let cx = FrameContext::of(t);
-    let names_only = FrameContext {
-        all_frames: true,
-        ..cx.clone()
-    };
     let mut names = Names::default();
     let mut cache: HashMap<u64, Vec<Cached>> = HashMap::default();
     let mut trees = [Builder::new(), Builder::new(), Builder::new()];
@@ -104,8 +101,8 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> FlameSection {
         for &a in addrs {
             cache.entry(a).or_insert_with(|| {
                 let mut frames = super::sites::address_frames(t, sym, a);
-                // Short file names only: hiding depends on the whole stack.
-                mark(&mut frames, &names_only);
+                // Hiding depends on the whole stack: it is worked out per stack, in `path`.
+                short_names(&mut frames, &cx);
                 frames
                     .iter()
                     .map(|f| Cached {
@@ -135,24 +132,16 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> FlameSection {
 }
 
 /// A stack's path from its frames (innermost first): the frames the reports show, outermost
-/// first, as `sites::frames`, `frame_marks::mark` and `frame::shown` would give them.
+/// first, as `sites::frames` and `frame::shown` would give them.
 fn path<'a>(frames: impl Iterator<Item = &'a Cached>, all_frames: bool) -> Path {
     let frames: Vec<&Cached> = frames.collect();
     if frames.iter().any(|f| f.driver) {
         return None;
     }
     let first_python = frames.iter().position(|f| f.traits.python);
-    let shown: Vec<&&Cached> = frames
-        .iter()
-        .enumerate()
-        .filter(|(i, f)| all_frames || hidden(f.traits, *i, first_python).is_none())
-        .map(|(_, f)| f)
-        .collect();
-    let shown: Vec<&&Cached> = if shown.is_empty() {
-        frames.iter().collect()
-    } else {
-        shown
-    };
+    let shown = shown_by(&frames, |i, f| {
+        !all_frames && hidden(f.traits, i, first_python).is_some()
+    });
     Some(shown.iter().rev().map(|f| (f.name, f.kind)).collect())
 }
 

@@ -36,18 +36,24 @@ impl FrameContext {
 
 /// Marks the frames of one stack (innermost first) and gives its Python frames their short names.
 pub fn mark(frames: &mut [FrameOut], cx: &FrameContext) {
-    for f in frames.iter_mut().filter(|f| f.kind == "python") {
-        f.short_file = f
-            .file
-            .as_deref()
-            .and_then(|file| short_python_file(file, cx.script_dir.as_deref()));
-    }
+    short_names(frames, cx);
     if cx.all_frames {
         return;
     }
     let first_python = frames.iter().position(|f| f.kind == "python");
     for (i, f) in frames.iter_mut().enumerate() {
         f.hidden = hidden(traits(f), i, first_python);
+    }
+}
+
+/// Gives the Python frames among `frames` their short file names (see [`short_python_file`]): the
+/// part of [`mark`] that needs no other frame of the stack.
+pub fn short_names(frames: &mut [FrameOut], cx: &FrameContext) {
+    for f in frames.iter_mut().filter(|f| f.kind == "python") {
+        f.short_file = f
+            .file
+            .as_deref()
+            .and_then(|file| short_python_file(file, cx.script_dir.as_deref()));
     }
 }
 

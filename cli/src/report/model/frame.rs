@@ -37,7 +37,17 @@ pub struct FrameOut {
 
 /// The frames a report shows: the unmarked ones, or every frame when marking would leave none.
 pub fn shown(frames: &[FrameOut]) -> Vec<&FrameOut> {
-    let shown: Vec<&FrameOut> = frames.iter().filter(|f| f.hidden.is_none()).collect();
+    shown_by(frames, |_, f| f.hidden.is_some())
+}
+
+/// As [`shown`], for frames in another form, `hidden(index, frame)` saying which are marked.
+pub fn shown_by<T>(frames: &[T], hidden: impl Fn(usize, &T) -> bool) -> Vec<&T> {
+    let shown: Vec<&T> = frames
+        .iter()
+        .enumerate()
+        .filter(|(i, f)| !hidden(*i, f))
+        .map(|(_, f)| f)
+        .collect();
     if shown.is_empty() {
         frames.iter().collect()
     } else {
