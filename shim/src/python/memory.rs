@@ -99,13 +99,15 @@ impl Chunked {
             out.copy_from_slice(&bytes[at..at + out.len()]);
             return true;
         }
-        let mut bytes = [0u8; CHUNK];
-        if !Checked.read_into(base, &mut bytes) {
+        // Read straight into the next slot; a failed read leaves it empty.
+        let i = self.next.get();
+        let slot = &mut chunks[i];
+        if !Checked.read_into(base, &mut slot.1) {
+            slot.0 = 0;
             return false;
         }
-        out.copy_from_slice(&bytes[at..at + out.len()]);
-        let i = self.next.get();
-        chunks[i] = (base, bytes);
+        slot.0 = base;
+        out.copy_from_slice(&slot.1[at..at + out.len()]);
         self.next.set((i + 1) % CHUNKS);
         true
     }
