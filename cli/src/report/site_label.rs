@@ -7,7 +7,8 @@
 //! Only names sites; how stacks are printed is the renderers' business.
 use super::model::FrameOut;
 
-/// The label of the site with `frames` (innermost first); None when no frame is named.
+/// The label of the site with `frames` (innermost first): a named frame's, else an unnamed one's
+/// `module+offset`; None when no frame has either.
 pub fn label(frames: &[FrameOut]) -> Option<String> {
     // The frames the reports show (see `frame_marks`): an import's allocation is named by the line
     // that imported, not by the import machinery's own frames.
@@ -31,7 +32,15 @@ pub fn label(frames: &[FrameOut]) -> Option<String> {
             frames
                 .iter()
                 .find(|f| f.function.is_some() && !is_allocator_name(f))
-        })?;
+        });
+    let Some(pick) = pick else {
+        // No frame has a name (a stripped library): where the first one lies in its module, the
+        // same in every run, as the stacks print it. An address alone moves with ASLR: no label.
+        return frames
+            .iter()
+            .find(|f| f.offset.is_some() && !is_allocator_name(f))
+            .map(super::model::frame::place);
+    };
     let func = pick.function.as_deref().unwrap_or("??");
     Some(match (super::model::frame::file_name(pick), pick.line) {
         // Only the import machinery's frames were captured (a deep stack cut at the depth limit):
@@ -167,5 +176,20 @@ mod tests {
             Some("_call (Python's import machinery)")
         );
         assert_eq!(label(&[]), None);
+    }
+
+    #[test]
+    fn a_stripped_librarys_site_is_named_by_module_and_offset() {
+        let unnamed = |offset: Option<&str>| FrameOut {
+            function: None,
+            file: None,
+            offset: offset.map(Into::into),
+            module: Some("/usr/lib/x86_64-linux-gnu/liblzma.so.5".into()),
+            ..frame("native", "", "", 0, "")
+        };
+        let stack = [unnamed(Some("0x158f9")), unnamed(Some("0x56c9"))];
+        assert_eq!(label(&stack).as_deref(), Some("liblzma.so.5+0x158f9"));
+        // Without an offset only the address is known, which changes from run to run.
+        assert_eq!(label(&[unnamed(None)]), None);
     }
 }
