@@ -184,25 +184,41 @@ fn report_on_missing_path() {
 /// A disk that fills (here: a hard file-size limit, with SIGXFSZ ignored, so the shim's writes fail
 /// with EFBIG as they would with ENOSPC, and the limit cannot be raised at the end): the frames wait
 /// in memory, the program runs on unchanged, one warning says how many bytes could not be written,
-/// and the trace stays within the limit, made of whole frames. Whether the last frames (the end
-/// record) still fit under a hard limit depends on where the 100 ms frames fell: then the report
-/// says the process exited and that frames are missing; else it reads as truncated.
+/// and the trace stays within the limit, made of whole frames. It still ends: when the limit leaves
+/// no space for the end record, the newest frames on disk are cut off to make it, so the report
+/// says the process exited and that frames are missing, never that it was killed.
 #[test]
 fn a_full_disk_stops_tracing_but_not_the_program() {
-    use std::os::unix::process::CommandExt;
     let dir = TestDir::new("a_full_disk_stops_tracing_but_not_the_program");
     let prog = dir.compile("many_leaks.c");
+    // Where the limit falls among the frames decides whether the end record has space left: one
+    // limit in about thirty left none before the end could cut frames back for it.
+    for limit in [
+        6 << 10,
+        (7 << 10) + 300,
+        8 << 10,
+        (9 << 10) + 500,
+        11 << 10,
+        (13 << 10) + 200,
+    ] {
+        full_disk_at(&dir, &prog, limit);
+    }
+}
+
+fn full_disk_at(dir: &TestDir, prog: &std::path::Path, limit: u64) {
+    use std::os::unix::process::CommandExt;
+    let traces = dir.path(&format!("traces-{limit}"));
     let mut cmd = std::process::Command::new(&artifacts().memshim);
     cmd.args(["run", "--quiet", "-o"])
-        .arg(dir.traces())
+        .arg(&traces)
         .arg("--")
-        .arg(&prog);
+        .arg(prog);
     // SAFETY: between fork and exec only async-signal-safe calls are made: setrlimit and signal.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             let limit = libc::rlimit {
-                rlim_cur: 8 << 10,
-                rlim_max: 8 << 10,
+                rlim_cur: limit,
+                rlim_max: limit,
             };
             libc::setrlimit(libc::RLIMIT_FSIZE, &limit);
             libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
@@ -211,32 +227,27 @@ fn a_full_disk_stops_tracing_but_not_the_program() {
     }
     let out = cmd.output().expect("memshim runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{limit}: {stderr}");
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("many_leaks: done"));
     assert!(
         stderr.contains("bytes of its frames (File too large"),
-        "{stderr}"
+        "{limit}: {stderr}"
     );
     assert_eq!(stderr.lines().count(), 1, "one warning, once: {stderr}");
-    let report = report_json(&dir.traces());
+    let report = report_json(&traces);
     let p = process_by_exe(&report, "many_leaks");
-    // As said above: the end record fits under the limit or the trace reads as truncated (CI saw
-    // both; the second is issue 16's open case of a hard limit set before the program started).
-    if p["truncated"] == true {
-        assert!(p["end"].is_null(), "{}", dump(p));
-    } else {
-        assert_eq!(p["end"], "exit", "{}", dump(p));
-        let notes = p["notes"].to_string();
-        assert!(
-            notes.contains("missing") || notes.contains("lost"),
-            "{notes}"
-        );
-    }
+    assert_eq!(p["truncated"], false, "{limit}: {}", dump(p));
+    assert_eq!(p["end"], "exit", "{limit}: {}", dump(p));
+    let notes = p["notes"].to_string();
+    assert!(
+        notes.contains("missing") || notes.contains("lost"),
+        "{limit}: {notes}"
+    );
     assert!(p["heap"]["allocations"].is_u64());
-    let size = std::fs::metadata(trace_files(&dir.traces())[0].clone())
+    let size = std::fs::metadata(trace_files(&traces)[0].clone())
         .expect("trace")
         .len();
-    assert!(size <= 8 << 10, "{size}");
+    assert!(size <= limit, "{limit}: {size}");
 }
 
 /// A real full disk: the traces go to a tmpfs of 2 MiB (mounted in a mount namespace of the test's

@@ -47,6 +47,7 @@ impl TraceFile {
             Ok(())
         })?;
         self.len = mark.len;
+        self.bounds.forget_after(mark.len);
         Ok(())
     }
 
@@ -146,6 +147,32 @@ impl TraceFile {
             (Some(d), Some(l)) if l < d => (Some(l), libc::EFBIG),
             (None, Some(l)) => (Some(l), libc::EFBIG),
             (d, _) => (d, libc::ENOSPC),
+        };
+        // The last frame, the end record's, must land for the trace to read as ended: when the
+        // space left cannot take even that (a hard size limit reached before the program started,
+        // so the shim had no room of its own), the newest frames on disk are given up for it. The
+        // reader counts them missing by the gap in the frames' numbers, as it does the ones dropped
+        // below.
+        let room = match (room, self.pending.back()) {
+            (Some(r), Some(last)) if r < last.len() as u64 => {
+                let need = last.len() as u64;
+                match self.bounds.newest_leaving(len, r, need) {
+                    Some(end)
+                        if self
+                            .cut_back(FileMark {
+                                len: end,
+                                waiting: self.pending.len(),
+                            })
+                            .is_ok() =>
+                    {
+                        lost += (len - end) as usize;
+                        why = Some(io::Error::from_raw_os_error(errno));
+                        Some(r + (len - end))
+                    }
+                    _ => Some(r),
+                }
+            }
+            (r, _) => r,
         };
         if let Some(room) = room {
             while self.pending.len() > 1 && self.pending_bytes > room as usize {

@@ -8,7 +8,9 @@ use std::os::unix::fs::MetadataExt;
 
 use crate::sys;
 
+mod bounds;
 mod room;
+use bounds::Bounds;
 use room::Room;
 
 /// The trace file. Its descriptor sits high in the table (`sys::move_high`) and is known to
@@ -49,6 +51,8 @@ pub struct TraceFile {
     reclaimed: bool,
     /// Room taken before a file-size limit: frames are stored into it, and the file is this long.
     room: Option<Room>,
+    /// Where the newest frames on disk end, to cut back to at the end (see `ending`).
+    bounds: Bounds,
 }
 
 /// Under a tight `RLIMIT_NOFILE` (no descriptor kept, each write opens the file for a moment), frames
@@ -103,6 +107,7 @@ impl TraceFile {
             at_end: false,
             reclaimed: false,
             room: None,
+            bounds: Bounds::default(),
         })
     }
 
@@ -186,6 +191,7 @@ impl TraceFile {
             // Nothing is stored when this fails: there is nothing to cut off.
             room.store(fd, self.len, buf)?;
             self.len += buf.len() as u64;
+            self.bounds.push(self.len);
             return Ok(());
         }
         if let Err(e) = sys::write_all(fd, buf) {
@@ -197,6 +203,7 @@ impl TraceFile {
             return Err(e);
         }
         self.len += buf.len() as u64;
+        self.bounds.push(self.len);
         if held {
             sys::reserve_beyond_end(fd, self.len as i64, RESERVE);
         }
