@@ -452,6 +452,33 @@ pub fn nap_signal_safe(d: std::time::Duration) {
     unsafe { libc::syscall(libc::SYS_nanosleep, &ts as *const libc::timespec, 0usize) };
 }
 
+/// glibc's cancellation state values (`<pthread.h>`): not in the `libc` crate for Linux.
+const PTHREAD_CANCEL_DISABLE: libc::c_int = 1;
+
+extern "C" {
+    fn pthread_setcancelstate(state: libc::c_int, old: *mut libc::c_int) -> libc::c_int;
+}
+
+/// Runs `f` with the calling thread's cancellation disabled, then gives the thread back the state it
+/// had. For work on a program's thread inside a hook that calls code whose own calls are
+/// cancellation points (libunwind tests each address by `read`ing it back through a pipe): a
+/// `pthread_cancel` acted on there would unwind the thread through the shim's frames, whose panic
+/// guard catches glibc's forced unwind, and glibc then aborts the process ("FATAL: exception not
+/// rethrown"). A cancellation that arrives meanwhile stays pending until the program's next
+/// cancellation point, as it would while the thread ran the real call.
+#[inline]
+pub fn without_cancellation<T>(f: impl FnOnce() -> T) -> T {
+    let mut old: libc::c_int = 0;
+    // SAFETY: `old` is a valid, writable c_int; the call only changes this thread's own state.
+    let set = unsafe { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut old) } == 0;
+    let out = f();
+    if set && old != PTHREAD_CANCEL_DISABLE {
+        // SAFETY: as above; a null old state is allowed.
+        unsafe { pthread_setcancelstate(old, std::ptr::null_mut()) };
+    }
+    out
+}
+
 /// Whether the process runs in secure-execution mode (setuid, setgid, file capabilities).
 pub fn secure_exec() -> bool {
     // SAFETY: getauxval has no preconditions.

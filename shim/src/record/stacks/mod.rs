@@ -96,7 +96,10 @@ pub fn capture(
         } else {
             SELF_FRAMES
         };
-        crate::record::unwind::backtrace(&mut out[..depth + above])
+        // Not a cancellation point (see `without_cancellation`): libunwind `read`s a pipe.
+        crate::sys::without_cancellation(|| {
+            crate::record::unwind::backtrace(&mut out[..depth + above])
+        })
     } else {
         None
     };
