@@ -140,6 +140,7 @@ impl Heap {
     /// Brings the per-site picture at the peak up to date: only sites that changed since the last
     /// peak can differ from it.
     fn snapshot_peak(&mut self) {
+        let drained = self.changed.len();
         for stack in self.changed.drain() {
             match self.sites.get(&stack) {
                 Some(s) if s.live_count > 0 => {
@@ -149,6 +150,14 @@ impl Heap {
                     self.at_peak.remove(&stack);
                 }
             }
+        }
+        // Draining a hash set walks, and then clears, its whole capacity, however few entries it
+        // holds: once a burst of new sites (a PyTorch import's million stacks) grew it, every later
+        // new peak, one per allocation while the heap climbs, paid for that burst again (half the
+        // replay of a PyTorch job). Kept near what the last drain held, each slot is walked about
+        // once per insertion.
+        if self.changed.capacity() > 4 * drained.max(64) {
+            self.changed.shrink_to(drained.max(64));
         }
     }
 

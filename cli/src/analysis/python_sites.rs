@@ -4,6 +4,7 @@
 //! id among them, so its native frames stay one level down. Stacks without Python frames keep their
 //! own sites.
 use std::borrow::Cow;
+use std::hash::Hasher;
 
 use memshim_trace::FrameRef;
 use rustc_hash::FxHashMap as HashMap;
@@ -12,11 +13,7 @@ use super::SiteStats;
 
 /// The Python frames of a stack, the key its site is grouped by (empty for a native-only stack).
 pub fn python_key(frames: &[u64]) -> Vec<u64> {
-    frames
-        .iter()
-        .copied()
-        .filter(|&f| matches!(FrameRef::decode(f), FrameRef::Python { .. }))
-        .collect()
+    python_frames(frames).collect()
 }
 
 /// Each stack id with Python frames, mapped to a number for its Python frames (its location):
@@ -24,19 +21,47 @@ pub fn python_key(frames: &[u64]) -> Vec<u64> {
 /// PyTorch job's thousands of stacks are 150 frames deep and every grouping below needs the keys
 /// (they were rebuilt for each kind of memory, 17% of such a report's time).
 pub fn location_keys(stacks: &HashMap<u32, Vec<u64>>) -> HashMap<u32, u32> {
-    let mut ids: Vec<u32> = stacks.keys().copied().collect();
-    ids.sort_unstable();
-    let mut numbers: HashMap<Vec<u64>, u32> = HashMap::default();
+    let mut ids: Vec<(u32, &[u64])> = stacks.iter().map(|(&id, s)| (id, s.as_slice())).collect();
+    ids.sort_unstable_by_key(|&(id, _)| id);
+    // By a hash of a location's Python frames: its number and a stack that has them, to tell two
+    // locations of one hash apart. No list of frames is built per stack (a million in a PyTorch
+    // job), only one per location.
+    let mut numbers: HashMap<u64, Vec<(u32, &[u64])>> = HashMap::default();
+    let mut next = 0u32;
     let mut out = HashMap::default();
-    for id in ids {
-        let key = python_key(&stacks[&id]);
-        if key.is_empty() {
+    for (id, frames) in ids {
+        let mut h = rustc_hash::FxHasher::default();
+        let mut any = false;
+        for f in python_frames(frames) {
+            h.write_u64(f);
+            any = true;
+        }
+        if !any {
             continue;
         }
-        let next = numbers.len() as u32;
-        out.insert(id, *numbers.entry(key).or_insert(next));
+        let same = numbers.entry(h.finish()).or_default();
+        let number = match same
+            .iter()
+            .find(|(_, other)| python_frames(other).eq(python_frames(frames)))
+        {
+            Some(&(n, _)) => n,
+            None => {
+                same.push((next, frames));
+                next += 1;
+                next - 1
+            }
+        };
+        out.insert(id, number);
     }
     out
+}
+
+/// A stack's Python frames, innermost first.
+fn python_frames(frames: &[u64]) -> impl Iterator<Item = u64> + '_ {
+    frames
+        .iter()
+        .copied()
+        .filter(|&f| matches!(FrameRef::decode(f), FrameRef::Python { .. }))
 }
 
 /// Maps each stack id whose Python frames another, smaller stack id shares to that id; `keys`

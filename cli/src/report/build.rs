@@ -35,7 +35,10 @@ pub fn report_parts(mut traces: Vec<Replayed>, ceilings: &[Ceilings], flame: boo
 /// As [`report_parts`], of traces already in order, kept by the caller (`top` reads its trace
 /// further after each report).
 pub fn report_of(traces: &[&Replayed], ceilings: &[Ceilings], flame: bool) -> Report {
-    let mut processes: Vec<Process> = traces.iter().map(|t| process(t, ceilings, flame)).collect();
+    let mut processes: Vec<Process> = traces
+        .iter()
+        .map(|t| super::sites::with_frame_memo(|| process(t, ceilings, flame)))
+        .collect();
     let pids: Vec<u32> = processes.iter().map(|p| p.pid).collect();
     for (p, t) in processes.iter_mut().zip(traces) {
         p.role = super::ranks::role(p, &pids, super::ranks::is_dataloader_worker(t));
@@ -80,8 +83,10 @@ fn process(t: &Replayed, ceilings: &[Ceilings], flame: bool) -> Process {
         temporary_allocations: t.heap.temporary,
         unknown_frees: t.heap.unknown_frees,
         peak_sites: {
-            let mut sites = leak_class(t, &mut sym, &t.heap.peak_sites()).sites;
-            sites.truncate(PEAK_SITES);
+            let peak = t.heap.peak_sites();
+            let groups = super::sites::weighted_groups(t, &peak);
+            let peak = crate::analysis::python_sites::regroup(&peak, &groups);
+            let mut sites = super::sites::ranked_sites(t, &mut sym, &peak, PEAK_SITES);
             // What a sampled site stood for at the peak is not kept: the figures are its own.
             sites.iter_mut().for_each(|s| s.estimated = None);
             sites

@@ -1,6 +1,8 @@
 //! The sites every section shows: a stack's frames symbolized, who owns them, and the live sites of a
 //! class of memory with their totals. Shared by the report's builder and its sections, so that no
 //! section has to call back into the builder.
+use std::cell::RefCell;
+
 use rustc_hash::FxHashMap as HashMap;
 
 use super::model::{Estimate, FrameOut, LeakClass, Site};
@@ -35,32 +37,8 @@ pub fn leak_class_grouped(
     sites: &HashMap<u32, SiteStats>,
     groups: &HashMap<u32, u32>,
 ) -> LeakClass {
-    let sampled = t.heap.sample_bytes > 0;
     let sites = &crate::analysis::python_sites::regroup(sites, groups);
-    let list: Vec<Site> = live_sites(sites)
-        .into_iter()
-        .map(|(id, s)| {
-            let frames = frames(t, sym, id);
-            Site {
-                owner: super::owner::owner(&frames),
-                suppressed_by: None,
-                bytes: s.live_bytes,
-                count: s.live_count,
-                allocations: s.allocations,
-                allocated_bytes: s.allocated_bytes,
-                estimated: sampled.then(|| Estimate {
-                    bytes: s.est_live_bytes.round().max(0.0) as u64,
-                    count: s.est_live_count.round().max(0.0) as u64,
-                }),
-                label: None,
-                frames,
-            }
-        })
-        .collect();
-    // Largest first by what the reports print: with sampling, the estimate (scaling favours small
-    // blocks, so the sampled bytes' order is not the estimates' order).
-    let mut list = list;
-    list.sort_by_key(|s| std::cmp::Reverse(s.estimated.as_ref().map_or(s.bytes, |e| e.bytes)));
+    let list = ranked_sites(t, sym, sites, usize::MAX);
     let unsampled = sites.get(&memshim_trace::UNSAMPLED);
     let unsampled_bytes = unsampled.map_or(0, |s| s.live_bytes);
     let unsampled_count = unsampled.map_or(0, |s| s.live_count);
@@ -85,6 +63,46 @@ pub fn leak_class_grouped(
     c
 }
 
+/// The `top` largest live sites of `sites`, largest first by what the reports print (with sampling,
+/// the estimate: scaling favours small blocks, so the sampled bytes' order is not the estimates'),
+/// symbolized. Only those kept are symbolized: a trace of a million stacks (a library's static
+/// initialisers) has as many sites, and the peak's list shows a hundred.
+pub fn ranked_sites(
+    t: &Replayed,
+    sym: &mut Symbolizer,
+    sites: &HashMap<u32, SiteStats>,
+    top: usize,
+) -> Vec<Site> {
+    let sampled = t.heap.sample_bytes > 0;
+    let estimate = |s: &SiteStats| Estimate {
+        bytes: s.est_live_bytes.round().max(0.0) as u64,
+        count: s.est_live_count.round().max(0.0) as u64,
+    };
+    let mut ranked = live_sites(sites);
+    if sampled {
+        // Stable: equal estimates keep live_sites' order.
+        ranked.sort_by_key(|(_, s)| std::cmp::Reverse(estimate(s).bytes));
+    }
+    ranked.truncate(top);
+    ranked
+        .into_iter()
+        .map(|(id, s)| {
+            let frames = frames(t, sym, id);
+            Site {
+                owner: super::owner::owner(&frames),
+                suppressed_by: None,
+                bytes: s.live_bytes,
+                count: s.live_count,
+                allocations: s.allocations,
+                allocated_bytes: s.allocated_bytes,
+                estimated: sampled.then(|| estimate(&s)),
+                label: None,
+                frames,
+            }
+        })
+        .collect()
+}
+
 pub fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
     let Some(addrs) = t.stacks.get(&stack) else {
         return Vec::new();
@@ -97,9 +115,43 @@ pub fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
     out
 }
 
+thread_local! {
+    /// Each return address's frames, built once while one process's report is built (see
+    /// [`with_frame_memo`]); `None` outside one.
+    static MEMO: RefCell<Option<HashMap<u64, Vec<FrameOut>>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` (the building of one process's report, on this thread) with each return address's
+/// frames built once: a trace of a million stacks (a library's static initialisers) names the same
+/// few thousand addresses in all of them, and formatting each again was most of its report.
+pub fn with_frame_memo<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(Option<HashMap<u64, Vec<FrameOut>>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let prev = self.0.take();
+            MEMO.with(|m| *m.borrow_mut() = prev);
+        }
+    }
+    let _restore = Restore(MEMO.with(|m| m.replace(Some(HashMap::default()))));
+    f()
+}
+
 /// The frames of one return address (several where calls were inlined), innermost first, before
 /// marking.
 pub fn address_frames(t: &Replayed, sym: &mut Symbolizer, addr: u64) -> Vec<FrameOut> {
+    if let Some(known) = MEMO.with(|m| m.borrow().as_ref().and_then(|m| m.get(&addr).cloned())) {
+        return known;
+    }
+    let frames = build_address_frames(t, sym, addr);
+    MEMO.with(|m| {
+        if let Some(m) = m.borrow_mut().as_mut() {
+            m.insert(addr, frames.clone());
+        }
+    });
+    frames
+}
+
+fn build_address_frames(t: &Replayed, sym: &mut Symbolizer, addr: u64) -> Vec<FrameOut> {
     sym.frames(t, addr)
         .into_iter()
         .map(|f| FrameOut {
