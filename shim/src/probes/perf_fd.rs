@@ -70,19 +70,22 @@ impl Counter {
         })
     }
 
-    fn still_ours(&self) -> bool {
+    /// The descriptor marked in use (see `owned_fds::in_use`) while it is still the counter's.
+    fn use_if_ours(&self) -> Option<crate::sys::owned_fds::InUse> {
         let fd = self.fd.as_raw_fd();
-        crate::sys::owned_fds::holds(fd, crate::sys::owned_fds::Owner::Counter)
-            && crate::sys::file_id(fd) == Some(self.id)
+        let using = crate::sys::owned_fds::in_use(fd, crate::sys::owned_fds::Owner::Counter)?;
+        (crate::sys::file_id(fd) == Some(self.id)).then_some(using)
     }
 
     /// The total so far (with `inherit`, the opening thread's and its children's as they run).
     pub fn read(&self) -> io::Result<u64> {
-        if !self.still_ours() {
+        // Held across the read: a read of a number the program took back would move its file's
+        // offset.
+        let Some(_using) = self.use_if_ours() else {
             return Err(io::Error::other(
                 "the program closed the counter's descriptor while it ran",
             ));
-        }
+        };
         let mut value = 0u64;
         // SAFETY: reads at most 8 bytes into a u64 this function owns.
         let n = unsafe {
@@ -102,8 +105,13 @@ impl Counter {
 
 impl Drop for Counter {
     fn drop(&mut self) {
-        if self.still_ours() {
-            // SAFETY: dropped once, here; the descriptor is still the counter's own.
+        if let Some(_using) = self.use_if_ours() {
+            crate::sys::owned_fds::disown(
+                self.fd.as_raw_fd(),
+                crate::sys::owned_fds::Owner::Counter,
+            );
+            // SAFETY: dropped once, here; the descriptor is still the counter's own, and stays so
+            // while it is marked in use.
             unsafe { std::mem::ManuallyDrop::drop(&mut self.fd) };
         }
     }

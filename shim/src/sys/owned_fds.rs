@@ -6,6 +6,13 @@
 //! libgcc (libunwind would otherwise read a byte from, write a byte to, and finally close a
 //! descriptor that is now the program's), and a counter is never read or closed again.
 //!
+//! A shim thread uses a kept descriptor only inside [`in_use`], and a release waits for uses under
+//! way to end before the real call: checking "still ours" and then writing is otherwise a race, in
+//! which the program's `dup2` replaces the number between the two and the trace's frames land in
+//! the program's file. The release marks the slot free before it looks for uses, and a use marks
+//! itself before it looks at the slot (both sequentially consistent), so one of the two always sees
+//! the other.
+//!
 //! Never: allocate or lock; `released` runs on every `close` of the program (reading the clock only
 //! when it takes one of the shim's descriptors).
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -36,6 +43,12 @@ const SETTLE_NS: u64 = 250_000_000;
 static IN_PROBE: AtomicU32 = AtomicU32::new(0);
 /// The longest a release waits for probes under way to end.
 const PROBE_WAIT_NS: u64 = 50_000_000;
+/// Shim threads using each slot's descriptor now (see [`in_use`]).
+static BUSY: [AtomicU32; SLOTS] = [const { AtomicU32::new(0) }; SLOTS];
+/// The longest a release waits for a use under way: a write of one frame, which only a descheduled
+/// writer makes long, and a bound so that a signal handler closing the descriptor its own thread is
+/// using (the use cannot end until the handler returns) costs a pause, not a hang.
+const USE_WAIT_NS: u64 = 2_000_000_000;
 
 /// Records that `owner` keeps `fd` open; false when no slot is left (the caller then should not
 /// keep it).
@@ -69,6 +82,38 @@ pub fn holds(fd: i32, owner: Owner) -> bool {
     FDS.iter()
         .zip(OWNERS.iter())
         .any(|(f, o)| f.load(Ordering::Acquire) == fd && o.load(Ordering::Acquire) == owner as u8)
+}
+
+/// A use of a kept descriptor under way: until it is dropped, a release of the number by the
+/// program waits before its real call, so the descriptor stays the one the shim checked.
+#[must_use]
+pub struct InUse {
+    slot: usize,
+}
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        BUSY[self.slot].fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Marks `fd` in use by `owner` if it is still kept by it; `None` when the program released it.
+/// Hold the guard across the check that the descriptor is the expected file and every call
+/// through it.
+pub fn in_use(fd: i32, owner: Owner) -> Option<InUse> {
+    for i in 0..SLOTS {
+        if FDS[i].load(Ordering::SeqCst) != fd || OWNERS[i].load(Ordering::SeqCst) != owner as u8 {
+            continue;
+        }
+        BUSY[i].fetch_add(1, Ordering::SeqCst);
+        // Looked at again after the mark: a release that cleared the slot before it saw the mark
+        // is seen here.
+        if FDS[i].load(Ordering::SeqCst) == fd && OWNERS[i].load(Ordering::SeqCst) == owner as u8 {
+            return Some(InUse { slot: i });
+        }
+        BUSY[i].fetch_sub(1, Ordering::SeqCst);
+    }
+    None
 }
 
 /// Whether the unwinder's descriptors are still its own.
@@ -114,24 +159,37 @@ fn wait_for_probes() {
     }
 }
 
+/// Waits (boundedly) until no use of the slots in `slots` (a bit each) is under way.
+fn wait_for_uses(slots: u32) {
+    let busy = || (0..SLOTS).any(|i| slots & (1 << i) != 0 && BUSY[i].load(Ordering::SeqCst) != 0);
+    if !busy() {
+        return;
+    }
+    let deadline = crate::sys::clock::monotonic_ns() + USE_WAIT_NS;
+    while busy() && crate::sys::clock::monotonic_ns() < deadline {
+        crate::sys::nap_signal_safe(std::time::Duration::from_micros(20));
+    }
+}
+
 #[cold]
 fn released_slow(lo: i32, hi: i32) {
-    let mut hit = false;
-    for (f, o) in FDS.iter().zip(OWNERS.iter()) {
-        let fd = f.load(Ordering::Acquire);
+    let mut hit = 0u32;
+    for (i, (f, o)) in FDS.iter().zip(OWNERS.iter()).enumerate() {
+        let fd = f.load(Ordering::SeqCst);
         if fd >= 0 && fd >= lo && fd <= hi {
-            if !hit {
-                hit = true;
+            if hit == 0 {
                 LAST_RELEASE.store(crate::sys::clock::monotonic_ns().max(1), Ordering::SeqCst);
             }
+            hit |= 1 << i;
             if o.load(Ordering::Acquire) == Owner::Unwinder as u8 {
                 UNWINDER_LOST.store(true, Ordering::Release);
             }
-            f.store(-1, Ordering::Release);
-            o.store(Owner::None as u8, Ordering::Release);
+            f.store(-1, Ordering::SeqCst);
+            o.store(Owner::None as u8, Ordering::SeqCst);
         }
     }
-    if hit {
+    if hit != 0 {
+        wait_for_uses(hit);
         wait_for_probes();
     }
 }
@@ -154,5 +212,32 @@ mod tests {
         released(100_000, i32::MAX);
         assert!(!holds(100_900, Owner::Counter));
         UNWINDER_LOST.store(false, Ordering::Relaxed);
+    }
+
+    #[test]
+    fn a_release_waits_for_a_use_under_way() {
+        assert!(claim(100_950, Owner::Trace));
+        let using = in_use(100_950, Owner::Trace).expect("kept");
+        assert!(in_use(100_950, Owner::Counter).is_none());
+        let done = std::sync::Arc::new(AtomicBool::new(false));
+        let releaser = {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                released(100_950, 100_950);
+                done.store(true, Ordering::SeqCst);
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(
+            !done.load(Ordering::SeqCst),
+            "the release went on during a use"
+        );
+        drop(using);
+        releaser.join().expect("releaser");
+        assert!(done.load(Ordering::SeqCst));
+        assert!(
+            in_use(100_950, Owner::Trace).is_none(),
+            "released, yet usable"
+        );
     }
 }

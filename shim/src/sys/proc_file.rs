@@ -68,6 +68,9 @@ impl ProcFile {
             }
             self.fd = Some(fd);
         }
-        sys::pread(self.fd.as_ref()?.as_raw_fd(), buf, 0)
+        let fd = self.fd.as_ref()?.as_raw_fd();
+        // Marked in use across the read, so the number stays this file's (see `owned_fds`).
+        let _using = owned_fds::in_use(fd, Owner::Probe)?;
+        sys::pread(fd, buf, 0)
     }
 }

@@ -7,6 +7,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 
 use crate::sys;
+use crate::sys::owned_fds::{self, Owner};
 
 mod bounds;
 mod room;
@@ -88,9 +89,7 @@ impl TraceFile {
             .ok_or_else(|| io::Error::other("cannot read the trace file's identity"))?;
         // With few descriptors to spare, none is kept: each frame opens the file for a moment.
         let spare = sys::nofile_limit().is_none_or(|n| n >= MIN_NOFILE);
-        let held = (spare
-            && crate::sys::owned_fds::claim(fd.as_raw_fd(), crate::sys::owned_fds::Owner::Trace))
-        .then_some(fd);
+        let held = (spare && owned_fds::claim(fd.as_raw_fd(), Owner::Trace)).then_some(fd);
         if let Some(fd) = &held {
             sys::reserve_beyond_end(fd.as_raw_fd(), 0, RESERVE);
         }
@@ -126,14 +125,15 @@ impl TraceFile {
     fn write_now(&mut self, buf: &[u8]) -> io::Result<()> {
         if let Some(fd) = &self.held {
             let raw = fd.as_raw_fd();
-            if crate::sys::owned_fds::holds(raw, crate::sys::owned_fds::Owner::Trace)
-                && self.is_ours(raw)
-            {
+            // Held from the check to the last call through the number (see `owned_fds::in_use`).
+            let using = owned_fds::in_use(raw, Owner::Trace);
+            if using.is_some() && self.is_ours(raw) {
                 if self.reclaimed && sys::path_id(&self.path) != Some((self.dev, self.ino)) {
                     return Err(replaced());
                 }
                 return self.write_whole(raw, buf, true);
             }
+            drop(using);
             // Released by the program: the number is not ours to close any more.
             if let Some(fd) = self.held.take() {
                 std::mem::forget(fd);
@@ -151,7 +151,7 @@ impl TraceFile {
         };
         // Not for a moment after the program took the trace's descriptor back (it is opening its
         // own files, see `owned_fds::probe`), except at the end: the frame waits.
-        let fd = match crate::sys::owned_fds::probe(reopen) {
+        let fd = match owned_fds::probe(reopen) {
             Some(fd) => fd?,
             None if self.at_end => reopen()?,
             None => return Err(io::Error::from_raw_os_error(libc::EMFILE)),
@@ -163,10 +163,18 @@ impl TraceFile {
         }
         if self.spare {
             let fd = OwnedFd::from(file);
-            if crate::sys::owned_fds::claim(fd.as_raw_fd(), crate::sys::owned_fds::Owner::Trace) {
+            if owned_fds::claim(fd.as_raw_fd(), Owner::Trace) {
                 let raw = fd.as_raw_fd();
                 self.held = Some(fd);
                 self.reclaimed = true;
+                // Released already (a program closing descriptors as it opened them): the number
+                // is the program's, and what was opened is not the shim's to close.
+                let Some(_using) = owned_fds::in_use(raw, Owner::Trace) else {
+                    if let Some(fd) = self.held.take() {
+                        std::mem::forget(fd);
+                    }
+                    return Err(io::Error::from_raw_os_error(libc::EBADF));
+                };
                 return self.write_whole(raw, buf, true);
             }
             return self.write_whole(fd.as_raw_fd(), buf, false);
@@ -243,9 +251,8 @@ impl TraceFile {
     fn with_file<T>(&self, f: impl FnOnce(i32, bool) -> io::Result<T>) -> io::Result<T> {
         if let Some(fd) = &self.held {
             let raw = fd.as_raw_fd();
-            if crate::sys::owned_fds::holds(raw, crate::sys::owned_fds::Owner::Trace)
-                && self.is_ours(raw)
-            {
+            let using = owned_fds::in_use(raw, Owner::Trace);
+            if using.is_some() && self.is_ours(raw) {
                 return f(raw, true);
             }
         }
@@ -277,8 +284,11 @@ impl Drop for TraceFile {
             ));
         }
         if let Some(fd) = self.held.take() {
-            if crate::sys::owned_fds::holds(fd.as_raw_fd(), crate::sys::owned_fds::Owner::Trace) {
-                crate::sys::owned_fds::disown(fd.as_raw_fd(), crate::sys::owned_fds::Owner::Trace);
+            let using = owned_fds::in_use(fd.as_raw_fd(), Owner::Trace);
+            if using.is_some() {
+                owned_fds::disown(fd.as_raw_fd(), Owner::Trace);
+                // Closed while still marked in use, so no release of the number goes on meanwhile.
+                drop(fd);
             } else {
                 // The program took the number back: closing it would close the program's file.
                 std::mem::forget(fd);
