@@ -166,7 +166,7 @@ fn thin_usable(addr: *mut libc::c_void) -> Option<u64> {
     if !channel::heap_counting_guarded() {
         return None;
     }
-    let usable = real::usable_size(addr) as u64;
+    let usable = real::live_usable_size(addr) as u64;
     (usable != 0).then_some(usable)
 }
 

@@ -93,10 +93,23 @@ pub fn free(p: *mut c_void) {
     })
 }
 
-/// The usable size of the live block `p` of the next allocator (`malloc_usable_size`); 0 for a
-/// bootstrap block (never recorded).
+/// `malloc_usable_size` of the next allocator, as the program asked for it (any pointer it passes,
+/// null included); 0 for a bootstrap block (never handed to the program).
 #[inline]
 pub fn usable_size(p: *mut c_void) -> usize {
+    if bootstrap::owns(p) {
+        return 0;
+    }
+    call!(MALLOC_USABLE_SIZE, fn(*mut c_void) -> usize, (p), {
+        // SAFETY: `p` is the program's argument, passed on unchanged (no other was found).
+        unsafe { libc::malloc_usable_size(p) }
+    })
+}
+
+/// The usable size of `p`, a live block of the next allocator that the recorder counts (not null:
+/// just returned by it, or about to be handed back to it); 0 for a bootstrap block (never recorded).
+#[inline]
+pub fn live_usable_size(p: *mut c_void) -> usize {
     if bootstrap::owns(p) {
         return 0;
     }
@@ -105,10 +118,7 @@ pub fn usable_size(p: *mut c_void) -> usize {
         // by it, or about to be handed back to it, which reads the same word).
         return unsafe { glibc_usable(p) };
     }
-    call!(MALLOC_USABLE_SIZE, fn(*mut c_void) -> usize, (p), {
-        // SAFETY: `p` is a live block of glibc's allocator (no other was found).
-        unsafe { libc::malloc_usable_size(p) }
-    })
+    usable_size(p)
 }
 
 /// glibc's usable size read from the chunk header, as its `malloc_usable_size` computes it for a
@@ -132,8 +142,10 @@ unsafe fn glibc_usable(p: *mut c_void) -> usize {
     }
 }
 
-/// Whether the next allocator is glibc's own (its `malloc`, `free` and `malloc_usable_size`), as
-/// when no other allocator is preloaded; decided once symbols are resolved.
+/// Whether the next allocator is glibc's own (its `malloc` and `free`, so every block is one of
+/// its chunks), as when no other allocator is preloaded; decided once symbols are resolved.
+/// `malloc_usable_size` is not compared: the shim exports its own, so the name in this library
+/// binds to the hook, never to glibc's (comparing it turned this path off for every process).
 #[inline(always)]
 fn glibc_heap() -> bool {
     const UNKNOWN: u8 = 0;
@@ -144,13 +156,11 @@ fn glibc_heap() -> bool {
         YES => true,
         NO => false,
         _ => {
-            let (Some(m), Some(f), Some(u)) = (MALLOC.get(), FREE.get(), MALLOC_USABLE_SIZE.get())
-            else {
+            let (Some(m), Some(f)) = (MALLOC.get(), FREE.get()) else {
                 return false;
             };
-            let ours = m == __libc_malloc as *const () as usize
-                && f == __libc_free as *const () as usize
-                && u == libc::malloc_usable_size as *const () as usize;
+            let ours =
+                m == __libc_malloc as *const () as usize && f == __libc_free as *const () as usize;
             GLIBC.store(if ours { YES } else { NO }, Ordering::Relaxed);
             ours
         }
@@ -239,4 +249,30 @@ fn boot_or(f: impl FnOnce() -> *mut c_void, size: usize, align: usize) -> *mut c
 fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_chunk_header_gives_glibcs_usable_size() {
+        // Small (tcache and bins), large and mapped-on-their-own blocks.
+        let sizes = (1..2_000).chain([4_095, 65_536, 131_072, 300_000, 5 << 20]);
+        for size in sizes {
+            // SAFETY: glibc's allocator, called directly; the block is freed below.
+            let p = unsafe { __libc_malloc(size) };
+            assert!(!p.is_null());
+            // SAFETY: `p` is a live glibc block, asked of glibc's own function.
+            let exact = unsafe { libc::malloc_usable_size(p) };
+            // SAFETY: as above.
+            assert_eq!(unsafe { glibc_usable(p) }, exact, "a block of {size} B");
+            // SAFETY: allocated above, freed once.
+            unsafe { __libc_free(p) };
+        }
+        assert!(
+            glibc_heap(),
+            "glibc's allocator comes next in a test process"
+        );
+    }
 }
