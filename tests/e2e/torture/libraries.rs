@@ -14,6 +14,28 @@ fn dlopen_dlclose_loop() {
     case.assert_leaks("dlopen_loop", &["dl_leak"], &[("dl_leak", 2000, 200)]);
 }
 
+/// The loader's error state is per thread and survives until `dlerror` is read: the shim's own failed
+/// probes (a Python function in a process without Python) must not leave a message for the
+/// program's first `dlerror()`, nor a block for its next dl call to free that the trace never saw.
+#[test]
+fn loader_error_state_and_a_second_namespace() {
+    let case = Case::new("dl_state", &c("dl_state"), &[] as &[&str]);
+    let bare = case.all();
+    assert_eq!(
+        bare.stdout_str(),
+        "first none\nafter dlsym none\ncos 1\nfailed lookup reported 1\n"
+    );
+    case.assert_leaks(
+        "dl_state",
+        &["dl_state_leak"],
+        &[("dl_state_leak", 4242, 1)],
+    );
+    for report in case.reports() {
+        let p = process_by_exe(&report, "dl_state");
+        assert_eq!(p["heap"]["unknown_frees"], 0, "{}", p["trace"]);
+    }
+}
+
 #[test]
 fn deepbind_library_that_allocates() {
     let lib = shared_lib("libdeepbind.c", "deepbind");

@@ -245,6 +245,7 @@ fn resolve_slow() -> bool {
                     REAL_DLSYM.store(p as usize, Ordering::Relaxed);
                     break;
                 }
+                forget_failure();
             }
             let heap_handle = heap_handle();
             for sym in ALL {
@@ -293,6 +294,7 @@ pub fn own_definition(name: &CStr) -> Option<usize> {
     // only takes a reference to it.
     let handle = unsafe { libc::dlopen(info.dli_fname, libc::RTLD_NOW | libc::RTLD_NOLOAD) };
     if handle.is_null() {
+        forget_failure();
         return None;
     }
     let p = dlsym(handle, name) as usize;
@@ -330,12 +332,36 @@ fn object_name(p: *mut c_void) -> Option<String> {
 pub fn dlopen(path: &CStr, flags: c_int) -> *mut c_void {
     // SAFETY: `path` is NUL-terminated; dlopen has no other precondition (what a library's
     // constructors do when it is loaded is the library's, as for any dlopen).
-    unsafe { libc::dlopen(path.as_ptr(), flags) }
+    let h = unsafe { libc::dlopen(path.as_ptr(), flags) };
+    if h.is_null() {
+        forget_failure();
+    }
+    h
 }
 
 /// glibc's `dlsym`, called from inside the shim (so `RTLD_NEXT` means "after libmemshim").
 pub fn dlsym(handle: *mut c_void, name: &CStr) -> *mut c_void {
-    real_dlsym_raw(handle, name.as_ptr())
+    let p = real_dlsym_raw(handle, name.as_ptr());
+    if p.is_null() {
+        forget_failure();
+    }
+    p
+}
+
+/// Clears the loader's error state after one of the shim's own lookups failed. The loader keeps the
+/// last failure per thread until `dlerror` is called, so the message the shim's probing left (a
+/// Python function looked up in a process without Python, a library that is not installed) was what
+/// the program's first `dlerror()` returned, after its own calls had all succeeded; and the program's
+/// next dl call freed that message, a block the trace never saw allocated. The first `dlerror` hands
+/// the message out (glibc formats it, an allocation), the second frees it; the guard keeps both out
+/// of the trace. Not for the program's own calls (the `dlsym` export): their errors are the program's.
+fn forget_failure() {
+    let _inside = crate::record::guard::enter();
+    // SAFETY: dlerror has no preconditions; the strings it returns are not used.
+    unsafe {
+        libc::dlerror();
+        libc::dlerror();
+    }
 }
 
 /// The function `name` of the library `handle` as a function pointer of type `F`; `None` when the
