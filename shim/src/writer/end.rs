@@ -56,6 +56,13 @@ impl Writer {
             }
             // Dropping the receiver here makes any late sender fail at once instead of waiting.
         }
+        // The thin mode's totals were last sent by the sampler, up to 100 ms ago (never, in a
+        // process that dies sooner); the other ends send them before they stop the producers.
+        if matches!(reason, EndReason::Signal(_)) {
+            if let Some(totals) = crate::record::sampling::totals_record() {
+                self.handle(Msg::Record(totals))?;
+            }
+        }
         // Not at exec (the new image must not wait) nor in a dying process (the signal's handler
         // waits): `memshim report` names the frames offline from the module map.
         let symbolize = !matches!(

@@ -69,6 +69,28 @@ fn sigterm_to_itself_right_after_a_burst() {
     crash("term", libc::SIGTERM, "SIGTERM");
 }
 
+/// The thin sampling mode counts every call in the process and sends the totals every 100 ms: a
+/// death sooner (this one comes a few milliseconds in) must still end the trace with them, not
+/// with "0 allocations" beside the sampled blocks of the burst.
+#[test]
+fn thin_sampling_totals_survive_a_death_right_after_a_burst() {
+    for (death, name) in [("term", "SIGTERM"), ("segv", "SIGSEGV")] {
+        let full = Case::new(&format!("crash_{death}_full"), &c("crash"), &[death]);
+        full.all();
+        let want = process_by_exe(&full.reports()[0], "crash")["heap"]["allocations"].clone();
+        assert!(want.as_u64() >= Some(3000), "{want}");
+        let thin = Case::new(&format!("crash_{death}_thin"), &c("crash"), &[death])
+            .env("MEMSHIM_SAMPLE_BYTES", "4096");
+        thin.all();
+        for report in thin.reports() {
+            let p = process_by_exe(&report, "crash");
+            assert_eq!(p["heap"]["totals_from"], "counts", "{}", dump(p));
+            assert_eq!(p["heap"]["allocations"], want, "{}", dump(p));
+            assert_eq!(p["end_signal"], name, "{}", dump(p));
+        }
+    }
+}
+
 /// `crash DEATH_handled`: the program's own handler runs (prints, exits 42) and the burst is traced.
 fn handled(death: &str, name: &str) {
     let case = Case::new(&format!("crash_{death}"), &c("crash"), &[death]);
