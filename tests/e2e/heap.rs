@@ -308,6 +308,36 @@ fn sampled_run(
     (String::from_utf8_lossy(&out.stdout).into_owned(), p, allocs)
 }
 
+/// Thin sampling on threads: each thread's first call claims its counting slot under the guard, and
+/// the rest are counted without it (`record::thin_direct`); the totals are the full trace's.
+#[test]
+fn thin_sampling_counts_every_call_of_every_thread() {
+    let dir = TestDir::new("thin_sampling_threads");
+    let prog = dir.compile_with("threads.c", "threads", &["-g", "-O0", "-pthread"]);
+    let (_, full) = traced(&dir, &prog, &NO_ARGS);
+    let full = process_by_exe(&full, "threads").clone();
+    let thin = TestDir::new("thin_sampling_threads_thin");
+    run_ok(
+        memshim_cmd()
+            .args(["run", "--quiet", "-o"])
+            .arg(thin.traces())
+            .arg("--")
+            .arg(&prog)
+            .env("MEMSHIM_SAMPLE_BYTES", "4096"),
+    );
+    let report = report_json(&thin.traces());
+    let p = process_by_exe(&report, "threads");
+    assert_eq!(p["heap"]["totals_from"], "counts");
+    for key in ["allocations", "frees", "allocated_bytes", "live_count"] {
+        assert_eq!(p["heap"][key], full["heap"][key], "heap.{key}\n{}", dump(p));
+    }
+    assert!(
+        full["heap"]["allocations"].as_u64() >= Some(40),
+        "{}",
+        dump(&full)
+    );
+}
+
 /// `memshim run --sample 4K` is MEMSHIM_SAMPLE_BYTES=4096: the same sampling, the same exact totals.
 #[test]
 fn the_sample_flag_samples_as_the_environment_variable_does() {

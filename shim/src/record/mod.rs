@@ -11,4 +11,5 @@ pub(crate) mod recorder;
 pub(crate) mod sampling;
 pub(crate) mod stack_bounds;
 pub(crate) mod stacks;
+pub(crate) mod thin_direct;
 pub(crate) mod unwind;
