@@ -99,4 +99,26 @@ mod tests {
             );
         }
     }
+
+    /// The short fuzz pass of the report path: mutations of every seed (see
+    /// `memshim_trace::fuzz_mutate`) through replay, every analysis and every renderer, each of which
+    /// must end without a panic, quickly.
+    #[test]
+    fn mutated_traces_report_or_fail_cleanly() {
+        for (i, path) in files("seeds").iter().enumerate() {
+            let bytes = std::fs::read(path).expect("a seed");
+            for round in 0..200u64 {
+                let seed = (i as u64) << 32 | round;
+                let input = memshim_trace::fuzz_mutate::Mutator::new(seed).mutate(&bytes);
+                let start = Instant::now();
+                let _ = report_bytes(&input);
+                assert!(
+                    start.elapsed() < Duration::from_secs(5),
+                    "{} mutated with seed {seed} took {:?}",
+                    path.display(),
+                    start.elapsed()
+                );
+            }
+        }
+    }
 }

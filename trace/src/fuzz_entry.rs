@@ -143,4 +143,32 @@ mod tests {
     fn the_records_corpus_replays() {
         replay("records", read_payload);
     }
+
+    /// The short fuzz pass: `rounds` mutations of every seed of `target` through `read`, each of
+    /// which must end without a panic within a second (the mutator's seed is printed on failure).
+    fn mutated(target: &str, rounds: u64, read: fn(&[u8]) -> Result<u64, Error>) {
+        for (i, (name, bytes)) in files("seeds", target).iter().enumerate() {
+            for round in 0..rounds {
+                let seed = (i as u64) << 32 | round;
+                let input = crate::fuzz_mutate::Mutator::new(seed).mutate(bytes);
+                let start = Instant::now();
+                let _ = read(&input);
+                assert!(
+                    start.elapsed() < Duration::from_secs(1),
+                    "{target}/{name} mutated with seed {seed} took {:?}",
+                    start.elapsed()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn mutated_traces_end_quickly_without_a_panic() {
+        mutated("frames", 3000, read_trace);
+    }
+
+    #[test]
+    fn mutated_payloads_end_quickly_without_a_panic() {
+        mutated("records", 3000, read_payload);
+    }
 }

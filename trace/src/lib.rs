@@ -23,6 +23,7 @@ mod delta;
 mod error;
 mod frame;
 pub mod fuzz_entry;
+pub mod fuzz_mutate;
 mod header;
 mod hot;
 mod reader;
