@@ -85,13 +85,6 @@ pub fn heap_enabled() -> bool {
     HEAP_ON.load(Ordering::Relaxed)
 }
 
-/// Whether heap events are being recorded now, without starting a pending trace: for a hook that
-/// does not hold the guard, which a start needs (see `recorder::thin_direct`).
-#[inline(always)]
-pub fn heap_running() -> bool {
-    HEAP_ON.load(Ordering::Relaxed) && STATE.load(Ordering::Acquire) == RUNNING
-}
-
 /// Whether heap events are being recorded now; starts a pending trace on first use.
 #[inline]
 pub fn heap_active() -> bool {

@@ -308,8 +308,8 @@ fn sampled_run(
     (String::from_utf8_lossy(&out.stdout).into_owned(), p, allocs)
 }
 
-/// Thin sampling on threads: each thread's first call claims its counting slot under the guard, and
-/// the rest are counted without it (`record::thin_direct`); the totals are the full trace's.
+/// Thin sampling on threads: each thread counts in a slot of its own, claimed at its first call; the
+/// totals summed over the slots are the full trace's.
 #[test]
 fn thin_sampling_counts_every_call_of_every_thread() {
     let dir = TestDir::new("thin_sampling_threads");

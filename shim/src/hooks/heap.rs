@@ -1,8 +1,7 @@
 //! The malloc family. C++ `new`/`delete`, `strdup` and friends arrive here through `malloc`/`free`.
 //!
 //! Each hook enters the guard before the real call and holds it until the call is recorded (see
-//! `recorder::enter_heap`), except `malloc`, `calloc` and `free` in the thin sampling mode before
-//! glibc's allocator, which enter it only to record a sampled call (`record::thin_direct`). A call made on one of the shim's own threads is served by the shim's own
+//! `recorder::enter_heap`). A call made on one of the shim's own threads is served by the shim's own
 //! heap (a hook's own work on a program thread goes to the real allocator, untraced); `free` and
 //! `realloc` hand that heap's blocks back to it whichever thread calls them.
 use std::ffi::{c_int, c_void};
@@ -10,17 +9,11 @@ use std::ffi::{c_int, c_void};
 use memshim_trace::AllocFn;
 
 use crate::record::recorder::{self, HeapCall};
-use crate::record::thin_direct;
 use crate::sys::{own_heap, real};
 
 /// `malloc`.
 #[no_mangle]
 pub extern "C" fn malloc(size: usize) -> *mut c_void {
-    if thin_direct::usable_here() {
-        let p = real::malloc(size);
-        thin_direct::allocated(AllocFn::Malloc, p, size);
-        return p;
-    }
     let g = match recorder::enter_heap() {
         HeapCall::Traced(g) => g,
         HeapCall::Shim => return own_heap::alloc(size, 16),
@@ -34,11 +27,6 @@ pub extern "C" fn malloc(size: usize) -> *mut c_void {
 /// `calloc`.
 #[no_mangle]
 pub extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
-    if thin_direct::usable_here() {
-        let p = real::calloc(n, size);
-        thin_direct::allocated(AllocFn::Calloc, p, n.wrapping_mul(size));
-        return p;
-    }
     let g = match recorder::enter_heap() {
         HeapCall::Traced(g) => g,
         HeapCall::Shim => return own_heap::calloc(n, size),
@@ -54,10 +42,6 @@ pub extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
 pub extern "C" fn free(p: *mut c_void) {
     if own_heap::owns(p) {
         return own_heap::free(p);
-    }
-    if thin_direct::usable_here() {
-        thin_direct::freeing(p);
-        return real::free(p);
     }
     let g = match recorder::enter_heap() {
         HeapCall::Traced(g) => g,

@@ -11,5 +11,4 @@ pub(crate) mod recorder;
 pub(crate) mod sampling;
 pub(crate) mod stack_bounds;
 pub(crate) mod stacks;
-pub(crate) mod thin_direct;
 pub(crate) mod unwind;

@@ -149,20 +149,14 @@ fn thin_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize) {
         return;
     };
     if sampling::thin_alloc(addr as u64, size as u64, usable) {
-        record_thin_alloc(func, addr, size, usable);
+        record_guarded(channel::heap_active, || {
+            send_alloc(func, addr, size, stack_hash());
+            channel::send(Msg::Record(Record::Usable(memshim_trace::Usable {
+                addr: addr as u64,
+                usable,
+            })));
+        });
     }
-}
-
-/// Records a sampled allocation of the thin mode: its event, its stack, and its usable size (the
-/// caller holds the guard).
-pub(super) fn record_thin_alloc(func: AllocFn, addr: *mut libc::c_void, size: usize, usable: u64) {
-    record_guarded(channel::heap_active, || {
-        send_alloc(func, addr, size, stack_hash());
-        channel::send(Msg::Record(Record::Usable(memshim_trace::Usable {
-            addr: addr as u64,
-            usable,
-        })));
-    });
 }
 
 /// The usable size of the block at `addr` when the thin sampling mode counts now (an allocation, a
@@ -209,11 +203,6 @@ pub fn on_free(_inside: &guard::Guard, addr: *mut libc::c_void, realloc: bool) {
     {
         return;
     }
-    record_free(addr, realloc);
-}
-
-/// Sends a free's event (the caller holds the guard).
-pub(super) fn record_free(addr: *mut libc::c_void, realloc: bool) {
     record_guarded(channel::heap_active, || {
         channel::send(Msg::Free {
             t: clock::monotonic_ns(),

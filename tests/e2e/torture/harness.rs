@@ -108,13 +108,33 @@ impl Case {
         deadline::run(&mut cmd, &self.dir.root, "preload")
     }
 
-    /// All three runs; both traced ones must match the bare one exactly. Returns the bare run.
+    /// The program preloaded in the thin sampling mode (4 KiB, the production mode's path: counted
+    /// calls, few recorded), writing under `thin/`. It caught a faster counting path that let a
+    /// signal handler's sampled call record (and allocate) while glibc's `malloc` was interrupted.
+    pub fn preload_thin(&self) -> Ran {
+        let out = self.dir.path("thin");
+        std::fs::create_dir_all(&out)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", out.display()));
+        let mut libs = self.before.clone();
+        libs.push(shim_lib());
+        let mut cmd = self.command(&self.prog);
+        cmd.args(&self.args)
+            .env("LD_PRELOAD", join(&libs))
+            .env("MEMSHIM_OUTPUT", &out)
+            .env("MEMSHIM_SAMPLE_BYTES", "4096");
+        deadline::run(&mut cmd, &self.dir.root, "thin")
+    }
+
+    /// All four runs: bare, `memshim run`, preloaded, and preloaded in the thin sampling mode; every
+    /// traced one must match the bare one exactly. Returns the bare run.
     pub fn all(&self) -> Ran {
         let bare = self.bare();
         let run = self.run();
         let preload = self.preload();
+        let thin = self.preload_thin();
         assert_same(&bare, &run, Via::Run);
         assert_same(&bare, &preload, Via::Preload);
+        assert_same(&bare, &thin, Via::Preload);
         bare
     }
 

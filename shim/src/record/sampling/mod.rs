@@ -83,31 +83,15 @@ pub fn totals_record() -> Option<memshim_trace::Record> {
 #[inline(always)]
 pub fn thin_alloc(addr: u64, size: u64, usable: u64) -> bool {
     let mean = MEAN.load(Ordering::Relaxed);
-    thin_totals::alloc(size, usable, || draw(mean), true) == Some(true) && sampled::insert(addr)
-}
-
-/// As [`thin_alloc`], by a hook that does not hold the guard: `None`, and nothing counted, when the
-/// thread has no counting slot yet (claiming one is for a hook that holds the guard).
-#[inline(always)]
-pub fn thin_alloc_unguarded(addr: u64, size: u64, usable: u64) -> Option<bool> {
-    let mean = MEAN.load(Ordering::Relaxed);
-    let sampled = thin_totals::alloc(size, usable, || draw(mean), false)?;
-    Some(sampled && sampled::insert(addr))
+    thin_totals::alloc(size, usable, || draw(mean)) && sampled::insert(addr)
 }
 
 /// In the thin mode, the free of the block at `addr` of `usable` bytes (`realloc`: the free half
 /// of a realloc): counted; true when the block was a sampled one.
 #[inline(always)]
 pub fn thin_free(addr: u64, usable: u64, realloc: bool) -> bool {
-    thin_totals::free(usable, true);
+    thin_totals::free(usable);
     sampled::free(addr, realloc)
-}
-
-/// As [`thin_free`] for a plain free, by a hook that does not hold the guard: `None`, and nothing
-/// counted, when the thread has no counting slot yet.
-#[inline(always)]
-pub fn thin_free_unguarded(addr: u64, usable: u64) -> Option<bool> {
-    thin_totals::free(usable, false).then(|| sampled::free(addr, false))
 }
 
 /// In the thin mode, a realloc of the block at `addr` failed: its free is taken back; true when the
@@ -176,9 +160,7 @@ mod tests {
         let (n, usable, mean) = (200_000u64, 72u64, 4096u64);
         let hits = std::thread::spawn(move || {
             (0..n)
-                .filter(|_| {
-                    super::thin_totals::alloc(64, usable, || super::draw(mean), true) == Some(true)
-                })
+                .filter(|_| super::thin_totals::alloc(64, usable, || super::draw(mean)))
                 .count() as f64
         })
         .join()

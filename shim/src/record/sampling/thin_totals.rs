@@ -93,11 +93,9 @@ fn add(counter: &AtomicU64, by: u64, shared: bool) {
     }
 }
 
-/// The calling thread's slot, and whether it is the shared one; `None` before `init`, and for a
-/// thread that has none yet unless `may_claim` (a caller outside the guard may not: see
-/// `recorder::thin_direct`).
+/// The calling thread's slot, and whether it is the shared one; `None` before `init`.
 #[inline(always)]
-fn slot(may_claim: bool) -> Option<(&'static Slot, bool)> {
+fn slot() -> Option<(&'static Slot, bool)> {
     let key = KEY.load(Ordering::Relaxed);
     if key == NO_KEY {
         return None;
@@ -105,9 +103,6 @@ fn slot(may_claim: bool) -> Option<(&'static Slot, bool)> {
     // SAFETY: `key` was created by `init` and is never deleted.
     let mut i = unsafe { libc::pthread_getspecific(key) } as usize;
     if i == 0 {
-        if !may_claim {
-            return None;
-        }
         i = claim();
         // SAFETY: as above; the value is an integer, never dereferenced. Keys below 32 are stored
         // in the thread descriptor, so this never allocates.
@@ -139,10 +134,11 @@ fn claim() -> usize {
 /// bytes down to the thread's next sample: true when this allocation is the sampled one (the
 /// countdown crossed zero; the next is drawn by `draw`). Threads in the shared slot share a
 /// countdown too, read and written without a read-modify-write: a race there only moves a sample.
-/// `None` when nothing was counted: before `init`, or a thread without a slot and not `may_claim`.
 #[inline(always)]
-pub fn alloc(size: u64, usable: u64, draw: impl Fn() -> u64, may_claim: bool) -> Option<bool> {
-    let (s, shared) = slot(may_claim)?;
+pub fn alloc(size: u64, usable: u64, draw: impl Fn() -> u64) -> bool {
+    let Some((s, shared)) = slot() else {
+        return false;
+    };
     add(&s.allocations, 1, shared);
     add(&s.allocated_bytes, size, shared);
     add(&s.allocated_usable, usable, shared);
@@ -157,23 +153,21 @@ pub fn alloc(size: u64, usable: u64, draw: impl Fn() -> u64, may_claim: bool) ->
         _ => (draw(), true),
     };
     s.countdown.store(left, Ordering::Relaxed);
-    Some(sampled)
+    sampled
 }
 
-/// Counts a free of a block of `usable` bytes; false when it was not counted (as for [`alloc`]).
+/// Counts a free of a block of `usable` bytes.
 #[inline(always)]
-pub fn free(usable: u64, may_claim: bool) -> bool {
-    let Some((s, shared)) = slot(may_claim) else {
-        return false;
-    };
-    add(&s.frees, 1, shared);
-    add(&s.freed_usable, usable, shared);
-    true
+pub fn free(usable: u64) {
+    if let Some((s, shared)) = slot() {
+        add(&s.frees, 1, shared);
+        add(&s.freed_usable, usable, shared);
+    }
 }
 
 /// Takes back a free counted for a realloc that then failed (its block is still live).
 pub fn unfree(usable: u64) {
-    if let Some((s, shared)) = slot(true) {
+    if let Some((s, shared)) = slot() {
         add(&s.frees, 1u64.wrapping_neg(), shared);
         add(&s.freed_usable, usable.wrapping_neg(), shared);
     }
@@ -234,10 +228,10 @@ mod tests {
             .map(|_| {
                 std::thread::spawn(|| {
                     for _ in 0..1000 {
-                        alloc(10, 24, || 1000, true);
+                        alloc(10, 24, || 1000);
                     }
                     for _ in 0..400 {
-                        free(24, true);
+                        free(24);
                     }
                     unfree(24);
                 })
@@ -253,7 +247,7 @@ mod tests {
         assert_eq!(after.allocated_usable - before.allocated_usable, 96_000);
         assert_eq!(after.freed_usable - before.freed_usable, 4 * 399 * 24);
         // The exited threads' slots were handed back, and a new thread reuses one, counting on.
-        std::thread::spawn(|| alloc(1, 24, || 1000, true) == Some(true))
+        std::thread::spawn(|| alloc(1, 24, || 1000))
             .join()
             .expect("reuse");
         assert_eq!(totals().allocations - before.allocations, 4001);
@@ -263,13 +257,9 @@ mod tests {
     fn the_allocation_that_crosses_zero_is_sampled_and_the_next_countdown_drawn() {
         let _table = lock();
         assert!(init());
-        let got: Vec<bool> = std::thread::spawn(|| {
-            (0..8)
-                .map(|_| alloc(30, 30, || 100, true) == Some(true))
-                .collect()
-        })
-        .join()
-        .expect("worker");
+        let got: Vec<bool> = std::thread::spawn(|| (0..8).map(|_| alloc(30, 30, || 100)).collect())
+            .join()
+            .expect("worker");
         // 100 - 30 - 30 - 30 leaves 10: the fourth crosses zero, and the countdown starts again.
         let f = false;
         assert_eq!(got, [f, f, f, true, f, f, f, true]);

@@ -147,7 +147,7 @@ unsafe fn glibc_usable(p: *mut c_void) -> usize {
 /// `malloc_usable_size` is not compared: the shim exports its own, so the name in this library
 /// binds to the hook, never to glibc's (comparing it turned this path off for every process).
 #[inline(always)]
-pub fn glibc_heap() -> bool {
+fn glibc_heap() -> bool {
     const UNKNOWN: u8 = 0;
     const YES: u8 = 1;
     const NO: u8 = 2;
