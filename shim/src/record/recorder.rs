@@ -136,10 +136,21 @@ pub fn on_alloc(_inside: &guard::Guard, func: AllocFn, addr: *mut libc::c_void, 
     if sampling::thin() {
         return thin_alloc(func, addr, size);
     }
+    // An allocation made before the shim's constructor ran (another library's, run first) starts
+    // the trace here, and only then is the configuration read: in the thin mode it is counted, not
+    // sent as an event of the full mode that the totals would leave out.
+    let mut thin_now = false;
     record_guarded(channel::heap_active, || {
+        if sampling::thin() {
+            thin_now = true;
+            return;
+        }
         let stack = sampling::take(size as u64).then(stack_hash);
         send_alloc(func, addr, size, stack.unwrap_or(UNSAMPLED_HASH));
     });
+    if thin_now {
+        thin_alloc(func, addr, size);
+    }
 }
 
 /// The thin sampling mode's allocation: counted; recorded only when sampled.

@@ -63,6 +63,18 @@ fn cxx_library_with_allocating_static_initialisers() {
         &["registry_init", "Registry"],
         &[("registry_init", 100000, 1)],
     );
+    // In the thin sampling mode the constructor's allocations start the trace too, and are counted.
+    let full = process_by_exe(&case.reports()[0], "static_init_main")["heap"].clone();
+    let thin =
+        Case::new("static_init_thin", &prog, &[] as &[&str]).env("MEMSHIM_SAMPLE_BYTES", "4096");
+    thin.all();
+    for report in thin.reports() {
+        let h = &process_by_exe(&report, "static_init_main")["heap"];
+        assert_eq!(h["totals_from"], "counts");
+        for key in ["allocations", "allocated_bytes", "live_count"] {
+            assert_eq!(h[key], full[key], "heap.{key}: {h}");
+        }
+    }
 }
 
 #[test]
