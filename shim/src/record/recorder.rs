@@ -113,6 +113,11 @@ pub fn enter_heap() -> HeapCall {
     match guard::enter() {
         Some(g) => HeapCall::Traced(g),
         None if shim_heap_thread() => HeapCall::Shim,
+        None if guard::own_heap_routed()
+            && !channel::LATE.load(std::sync::atomic::Ordering::Relaxed) =>
+        {
+            HeapCall::Shim
+        }
         None => HeapCall::Untraced,
     }
 }

@@ -57,6 +57,16 @@ pub fn init(mode: &str) -> bool {
 /// descriptors the program has.
 const MIN_NOFILE: u64 = 64;
 
+/// Has libunwind set up the calling thread's state (its thread-local block, which glibc allocates at
+/// the first access and frees with the thread): one frame's unwind. For `guard::with_own_heap`.
+pub fn touch_thread_state() {
+    // Its first use reads its pipe, a cancellation point, as every capture does (see `stacks`).
+    crate::sys::without_cancellation(|| {
+        let mut buf = [0u64; 1];
+        let _ = backtrace(&mut buf);
+    });
+}
+
 /// Fills `buf` with the calling thread's return addresses (the innermost is this function's caller's
 /// own pc), or `None` when the fast unwinder is not loaded. The addresses are written as `u64`s, so
 /// the caller's frame buffer takes them directly.

@@ -138,6 +138,11 @@ impl Case {
         bare
     }
 
+    /// The JSON report of the thin-mode run of [`Case::all`].
+    pub fn thin_report(&self) -> Value {
+        report_json(&self.dir.path("thin"))
+    }
+
     /// Both runs' JSON reports: `memshim run`'s and the LD_PRELOAD run's.
     pub fn reports(&self) -> [Value; 2] {
         [

@@ -18,6 +18,30 @@ fn thread_bursts_and_detached_threads_at_exit() {
     );
 }
 
+/// The blocks glibc keeps for a thread's thread-locals, the shim's unwinder's included, are freed
+/// when the next thread reuses the stack: no free of a block the trace never saw, in either mode,
+/// and the thin mode's counts equal the full trace's.
+#[test]
+fn threads_one_after_another() {
+    let case = Case::new("threads_one_by_one", &c("threads_one_by_one"), &NO_ARGS);
+    let bare = case.all();
+    assert_eq!(bare.stdout_str(), "threads 300\n");
+    case.assert_leaks(
+        "threads_one_by_one",
+        &["one_by_one_leak"],
+        &[("one_by_one_leak", 1500000, 300)],
+    );
+    let full = case.reports();
+    let full = &process_by_exe(&full[0], "threads_one_by_one")["heap"];
+    let thin = case.thin_report();
+    let thin = &process_by_exe(&thin, "threads_one_by_one")["heap"];
+    assert_eq!(full["unknown_frees"], 0, "{full}");
+    assert_eq!(thin["totals_from"], "counts");
+    for key in ["allocations", "frees", "live_count"] {
+        assert_eq!(thin[key], full[key], "heap.{key}: thin {thin}\nfull {full}");
+    }
+}
+
 #[test]
 fn pthread_key_destructors_that_allocate() {
     let case = Case::new("tls_dtors", &c("tls_dtors"), &NO_ARGS);
