@@ -88,6 +88,8 @@ pub enum HeapCall {
     Traced(guard::Guard),
     /// A call made on one of the shim's own threads: served by the shim's own heap, never
     /// recorded, so the program's allocator never makes an arena (64 MiB of address space) for it.
+    /// Also a program thread's call inside `guard::with_own_heap` (a block the C library frees by
+    /// itself later, outside the shim).
     Shim,
     /// Not recorded and straight to the allocator: heap calls are not recorded (`MEMSHIM_HEAP=0`),
     /// or a program thread is inside a hook (the unwinder's own allocations). A program thread
