@@ -201,7 +201,7 @@ pub fn with_own_heap<T>(f: impl FnOnce() -> T) -> T {
 /// True inside [`with_own_heap`].
 pub fn own_heap_routed() -> bool {
     let key = IN_SHIM.load(Ordering::Acquire);
-    key != NO_KEY && key & TLS_KEY == 0 && get(key) == OWN_HEAP
+    key != NO_KEY && get(key) == OWN_HEAP
 }
 
 /// The kernel id of the calling thread, cached after the first call.

@@ -99,13 +99,21 @@ impl Case {
 
     /// As [`Case::preload`], with `MEMSHIM_OUTPUT` exactly `out` (which may be relative).
     pub fn preload_into(&self, out: &Path) -> Ran {
+        self.preloaded(out, &[], "preload")
+    }
+
+    /// The program with `LD_PRELOAD=[before:]libmemshim.so`, `MEMSHIM_OUTPUT=out` and `extra`.
+    fn preloaded(&self, out: &Path, extra: &[(&str, &str)], label: &str) -> Ran {
         let mut libs = self.before.clone();
         libs.push(shim_lib());
         let mut cmd = self.command(&self.prog);
         cmd.args(&self.args)
             .env("LD_PRELOAD", join(&libs))
             .env("MEMSHIM_OUTPUT", out);
-        deadline::run(&mut cmd, &self.dir.root, "preload")
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        deadline::run(&mut cmd, &self.dir.root, label)
     }
 
     /// The program preloaded in the thin sampling mode (4 KiB, the production mode's path: counted
@@ -115,14 +123,7 @@ impl Case {
         let out = self.dir.path("thin");
         std::fs::create_dir_all(&out)
             .unwrap_or_else(|e| panic!("cannot create {}: {e}", out.display()));
-        let mut libs = self.before.clone();
-        libs.push(shim_lib());
-        let mut cmd = self.command(&self.prog);
-        cmd.args(&self.args)
-            .env("LD_PRELOAD", join(&libs))
-            .env("MEMSHIM_OUTPUT", &out)
-            .env("MEMSHIM_SAMPLE_BYTES", "4096");
-        deadline::run(&mut cmd, &self.dir.root, "thin")
+        self.preloaded(&out, &[("MEMSHIM_SAMPLE_BYTES", "4096")], "thin")
     }
 
     /// All four runs: bare, `memshim run`, preloaded, and preloaded in the thin sampling mode; every
