@@ -18,6 +18,9 @@
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 const SIZE: usize = 64 << 10;
+/// The main thread's: room for ending the trace in the handler itself, which a process with no
+/// helper thread yet does there (see `on_demand`). Reserved, not touched: it costs address space.
+const MAIN_SIZE: usize = 256 << 10;
 const NO_KEY: u32 = u32::MAX;
 
 /// The base of the main thread's alternate stack set by the shim, 0 when none.
@@ -26,7 +29,7 @@ static MAIN: AtomicUsize = AtomicUsize::new(0);
 static KEY: AtomicU32 = AtomicU32::new(NO_KEY);
 
 /// Maps a stack and makes it the calling thread's alternate stack, if it has none; its base.
-fn set_one() -> Option<usize> {
+fn set_one(size: usize) -> Option<usize> {
     // SAFETY: a query with a null new stack; then a fresh mapping handed to the kernel for this
     // thread (see the module note).
     unsafe {
@@ -38,7 +41,7 @@ fn set_one() -> Option<usize> {
         }
         let p = crate::sys::real::mmap(
             std::ptr::null_mut(),
-            SIZE,
+            size,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
             -1,
@@ -50,10 +53,10 @@ fn set_one() -> Option<usize> {
         let ss = libc::stack_t {
             ss_sp: p,
             ss_flags: 0,
-            ss_size: SIZE,
+            ss_size: size,
         };
         if crate::sys::real::sigaltstack(&ss, std::ptr::null_mut()) != 0 {
-            crate::sys::real::munmap(p, SIZE);
+            crate::sys::real::munmap(p, size);
             return None;
         }
         Some(p as usize)
@@ -62,7 +65,7 @@ fn set_one() -> Option<usize> {
 
 /// At start, on the main thread: its alternate stack, and the key for the other threads'.
 pub fn init_main() {
-    if let Some(base) = set_one() {
+    if let Some(base) = set_one(MAIN_SIZE) {
         MAIN.store(base, Ordering::Release);
     }
     let mut key: libc::pthread_key_t = 0;
@@ -78,7 +81,7 @@ pub fn init_thread() {
     if key == NO_KEY {
         return;
     }
-    if let Some(base) = set_one() {
+    if let Some(base) = set_one(SIZE) {
         // SAFETY: `key` was created by `init_main` and is never deleted.
         unsafe { libc::pthread_setspecific(key, base as *const libc::c_void) };
     }
@@ -109,6 +112,23 @@ extern "C" fn give_back(base: *mut libc::c_void) {
         }
         crate::sys::real::munmap(base, SIZE);
     }
+}
+
+/// Bytes of stack left below the caller when it runs on an alternate signal stack (in a signal's
+/// handler); `None` when it does not.
+pub fn room_here() -> Option<usize> {
+    // SAFETY: a query only, with a null new stack and a valid out-pointer.
+    let now = unsafe {
+        let mut now: libc::stack_t = std::mem::zeroed();
+        if crate::sys::real::sigaltstack(std::ptr::null(), &mut now) != 0 {
+            return None;
+        }
+        now
+    };
+    let here = &now as *const libc::stack_t as usize;
+    let base = now.ss_sp as usize;
+    (now.ss_flags & libc::SS_ONSTACK != 0 && here >= base && here < base + now.ss_size)
+        .then(|| here - base)
 }
 
 /// Whether `sp`, the alternate stack in place on the calling thread, is one the shim set.

@@ -39,6 +39,14 @@ pub(crate) trait Lifecycle {
     /// A child made behind the shim's back (a raw `fork` system call) found the parent's channel
     /// full: start afresh, as a fork child does.
     fn restart_in_child();
+    /// A message was sent while the helper threads are parked (see [`HELPERS_PARKED`]): they start,
+    /// or the sending thread does their work, when due (`force`: now, the queue being full).
+    fn parked_send(force: bool);
+    /// Starts the parked helper threads before a wait on the writer; true when it runs.
+    fn unpark() -> bool;
+    /// From a signal's handler while the helpers are parked: ends the trace on this thread; false
+    /// when that cannot be done here.
+    fn end_parked_on_signal(sig: i32) -> bool;
 }
 
 /// The lifecycle the channel starts; `session` implements [`Lifecycle`] for it.
@@ -61,6 +69,9 @@ pub(crate) static INIT_STARTED: AtomicBool = AtomicBool::new(false);
 pub(crate) static LATE: AtomicBool = AtomicBool::new(false);
 /// Set once the shim's own constructor has run.
 pub(crate) static CONSTRUCTED: AtomicBool = AtomicBool::new(false);
+/// True while the writer and the sampler wait to be started (see `on_demand`): each send then
+/// asks whether they are needed.
+pub(crate) static HELPERS_PARKED: AtomicBool = AtomicBool::new(false);
 pub(crate) static MMAP_ON: AtomicBool = AtomicBool::new(false);
 pub(crate) static CUDA_ON: AtomicBool = AtomicBool::new(false);
 pub(crate) static CONFIG: OnceLock<Config> = OnceLock::new();
@@ -195,6 +206,9 @@ pub fn send(msg: Msg) {
     // the queue), a vfork child sharing the parent's memory (whose writer reads on) gets through.
     let mut naps = 0u32;
     let full = || {
+        if HELPERS_PARKED.load(Ordering::Acquire) {
+            contained(|| <Session as Lifecycle>::parked_send(true));
+        }
         if OWNER_PID.load(Ordering::Acquire) != sys::getpid() {
             naps += 1;
             if naps > CHILD_NAPS {
@@ -205,6 +219,9 @@ pub fn send(msg: Msg) {
         true
     };
     match tx.send(msg, full) {
+        Ok(()) if HELPERS_PARKED.load(Ordering::Relaxed) => {
+            contained(|| <Session as Lifecycle>::parked_send(false));
+        }
         Ok(()) => {}
         Err((SendError::GaveUp, _)) => {
             DROPPED.fetch_add(1, Ordering::Relaxed);
@@ -278,7 +295,7 @@ pub(crate) fn room_taken() {
 /// Sends the writer a request that it answers through `flushed`, and waits for the answer up to
 /// `timeout`; true when it came.
 fn ask_writer(request: impl FnOnce(u64) -> Msg, timeout: Duration) -> bool {
-    if trace().is_none() {
+    if trace().is_none() || !<Session as Lifecycle>::unpark() {
         return false;
     }
     let seq = FLUSH_ASKED.fetch_add(1, Ordering::AcqRel) + 1;
@@ -369,6 +386,12 @@ pub fn end_on_signal(sig: i32) {
     let _ = SIGNAL_END.compare_exchange(0, sig, Ordering::AcqRel, Ordering::Acquire);
     // Later events are not the program's last moment any more: stop recording them.
     STATE.store(STOPPED, Ordering::Release);
+    // No writer thread to wait for: this thread ends the trace, or, when it cannot, the trace ends
+    // as a killed process's.
+    if HELPERS_PARKED.load(Ordering::Acquire) {
+        <Session as Lifecycle>::end_parked_on_signal(sig);
+        return;
+    }
     sys::doorbell::ring();
     let deadline = clock::monotonic_ns() + SIGNAL_WAIT.as_nanos() as u64;
     while !SIGNAL_END_DONE.load(Ordering::Acquire) && clock::monotonic_ns() < deadline {

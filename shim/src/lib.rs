@@ -28,13 +28,15 @@
 //! - `record`: on the traced thread, the guard, the stack (with `python`'s frames), the sampling
 //!   decision; it makes a message.
 //! - `channel`: the one queue every producer sends on, and the state they ask before recording.
-//! - `writer`: its own thread; turns messages into the trace file (`writer::output`).
+//! - `writer`: its own thread (or, parked, the program's: see `on_demand`); turns messages into the
+//!   trace file (`writer::output`).
 //! - `probes`: its own thread; reads what no call reports (heap statistics, counters, GPUs, the
 //!   module map) and sends it on the same channel.
 //! - `sys`: below everything: the real functions, system-call wrappers, the clock, the helper
 //!   threads, the bootstrap arena.
-//! - `session`: the lifecycle above them all: starts the writer and the probes, follows fork and
-//!   exec, ends the trace; `config` and `rank` are the settings it reads once.
+//! - `session`: the lifecycle above them all: starts the writer and the probes (through
+//!   `on_demand`, which in the thin mode keeps them parked while the process has one thread),
+//!   follows fork and exec, ends the trace; `config` and `rank` are the settings it reads once.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(unsafe_code)]
 // Unit-test builds leave out the hooks (a test binary must keep its own allocator), so much of the
@@ -50,6 +52,7 @@ mod crash;
 mod cuda;
 #[cfg(not(test))]
 mod hooks;
+mod on_demand;
 mod probes;
 mod python;
 mod rank;

@@ -16,7 +16,9 @@ use crate::channel::{
 };
 use crate::config::Config;
 use crate::record::msg::Msg;
-use crate::{probes, probes::modules, record::stacks, sys, sys::clock, writer, writer::output};
+use crate::{
+    on_demand, probes, probes::modules, record::stacks, sys, sys::clock, writer, writer::output,
+};
 
 /// Messages the channel holds before producers wait.
 const CHANNEL_CAPACITY: usize = 1 << 16;
@@ -83,6 +85,7 @@ fn start() {
     }
     crate::record::unwind::init(&cfg.unwind);
     crate::record::sampling::init(cfg.sample_bytes, cfg.sample_thin);
+    sys::threads::find_single_threaded_flag();
     stacks::seen_table::install();
     HEAP_ON.store(cfg.heap, Ordering::Relaxed);
     // An allocator loaded before the shim serves the program's heap calls without the shim seeing
@@ -196,26 +199,18 @@ fn open_trace() -> Result<(), String> {
     let initial_modules = modules::scan(&exe);
     let python = crate::python::detect(&initial_modules, cfg.python);
     let (tx, rx) = crate::sys::queue::bounded(CHANNEL_CAPACITY);
-    let sampler_tx = tx.clone();
-    // Helper threads inherit this mask: they must never take the host's signals.
-    let old_mask = sys::block_signals_but_faults();
     let mut writer_cfg = cfg.clone();
     if header.forked {
         // A fork child's frames are its parent's modules: `memshim report` names them offline
         // unless symbolizing in the child was asked for by name (see `Config::symbolize_forked`).
         writer_cfg.symbolize = cfg.symbolize_forked;
     }
-    let spawned = writer::spawn(writer::Writer::new(
-        rx,
-        out,
-        path,
-        initial_modules,
-        writer_cfg,
-        pid,
-    ))
-    .and_then(|()| probes::spawn(sampler_tx, exe, pid));
-    sys::restore_signals(&old_mask);
-    spawned.map_err(|e| format!("cannot start the shim's threads: {e}"))?;
+    let writer = writer::Writer::new(rx, out, path, initial_modules, writer_cfg, pid);
+    let sampler = probes::Sampler::new(tx.clone(), exe, pid);
+    // Parked in the thin sampling mode, where the program's thread has little of their work to do
+    // (see `on_demand`); not in a process attached to, which has threads of its own.
+    let park = crate::record::sampling::mean() > 0 && !LATE.load(Ordering::Acquire);
+    on_demand::start(writer, sampler, park)?;
     // The sender is leaked on purpose: producers may hold a reference to it at any moment, and a
     // fork child abandons it (its locks may have been held at fork) for a fresh one.
     SENDER.publish(tx);
@@ -232,6 +227,12 @@ fn open_trace() -> Result<(), String> {
 /// put everything on disk. Does nothing in a process that does not own the trace (a vfork child).
 pub fn finish(reason: EndReason) -> bool {
     if OWNER_PID.load(Ordering::Acquire) != sys::getpid() {
+        return false;
+    }
+    // Every end below waits on the writer's thread. One that cannot start (this thread was in the
+    // middle of the parked writer's work when a signal's handler came here) leaves the trace as a
+    // killed process's, rather than wait for an end that cannot come.
+    if !on_demand::unpark() && channel::HELPERS_PARKED.load(Ordering::Acquire) {
         return false;
     }
     if wait_for_memory_end() {
@@ -344,6 +345,7 @@ extern "C" fn after_fork_in_child() {
     crate::record::guard::reset_tid();
     crate::sys::threads::after_fork_in_child();
     crate::record::sampling::thin_totals::after_fork_in_child();
+    on_demand::after_fork_in_child();
     if matches!(STATE.load(Ordering::Relaxed), RUNNING | PENDING | STARTING) {
         SENDER.forget(Ordering::Relaxed);
         OWNER_PID.store(0, Ordering::Relaxed);
@@ -378,5 +380,17 @@ impl Lifecycle for Session {
 
     fn restart_in_child() {
         after_fork_in_child();
+    }
+
+    fn parked_send(force: bool) {
+        on_demand::after_send(force);
+    }
+
+    fn unpark() -> bool {
+        on_demand::unpark()
+    }
+
+    fn end_parked_on_signal(sig: i32) -> bool {
+        on_demand::end_on_signal(sig)
     }
 }

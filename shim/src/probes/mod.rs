@@ -22,106 +22,138 @@ use crate::sys;
 use crate::sys::queue::Sender;
 use crate::sys::threads::send_unparked;
 
-const PERIOD: Duration = Duration::from_millis(100);
+/// The sampler's period.
+pub const PERIOD: Duration = Duration::from_millis(100);
 
-/// Starts the sampler thread for the process `pid`.
-pub fn spawn(tx: Sender, exe: String, pid: u32) -> io::Result<()> {
-    let seen = modules::counters();
-    // Read here, on the thread starting the trace (before the program's main runs): in the new
-    // thread its opens would race the program's first ones for the lowest free numbers.
-    let cpus = crate::probes::thread_cpus::ThreadCpus::new();
-    crate::sys::threads::spawn(c"memshim-sampler", move || {
-        let mut seen = seen;
-        let mut heap = Pace::new(1, HEAP_SLOW);
-        // The first reading at the first period, so a short run still shows how the counters grew.
-        let mut counters = Pace::new(COUNTER_TICKS, COUNTER_SLOW).due_first();
-        let mut threads = cpus.map(|t| (t, Pace::new(1, THREADS_SLOW)));
-        let mut gpus = GpuSampling::default();
-        let mut poller = false;
-        // CUPTI hands back its activity buffers when asked: once a second.
-        let mut cupti_flush = Pace::new(10, Duration::from_secs(1));
-        loop {
+/// What the sampler reads and how often, for the process `pid`. Made on the thread starting the
+/// trace; ticked by its own thread (see [`Sampler::spawn`]), or on a program thread while the
+/// process has no helper thread yet (see `on_demand`).
+pub struct Sampler {
+    tx: Sender,
+    exe: String,
+    pid: u32,
+    seen: (u64, u64),
+    heap: Pace,
+    counters: Pace,
+    threads: Option<(crate::probes::thread_cpus::ThreadCpus, Pace)>,
+    gpus: GpuSampling,
+    poller: bool,
+    cupti_flush: Pace,
+}
+
+impl Sampler {
+    pub fn new(tx: Sender, exe: String, pid: u32) -> Sampler {
+        // Read here, on the thread starting the trace (before the program's main runs): later, on
+        // another thread, its opens would race the program's first ones for the lowest free numbers.
+        let cpus = crate::probes::thread_cpus::ThreadCpus::new();
+        Sampler {
+            tx,
+            exe,
+            pid,
+            seen: modules::counters(),
+            heap: Pace::new(1, HEAP_SLOW),
+            // The first reading at the first period, so a short run still shows how the counters grew.
+            counters: Pace::new(COUNTER_TICKS, COUNTER_SLOW).due_first(),
+            threads: cpus.map(|t| (t, Pace::new(1, THREADS_SLOW))),
+            gpus: GpuSampling::default(),
+            poller: false,
+            // CUPTI hands back its activity buffers when asked: once a second.
+            cupti_flush: Pace::new(10, Duration::from_secs(1)),
+        }
+    }
+
+    /// Starts the sampler thread.
+    pub fn spawn(mut self) -> io::Result<()> {
+        crate::sys::threads::spawn(c"memshim-sampler", move || loop {
             std::thread::sleep(PERIOD);
-            if sys::getpid() != pid {
+            if sys::getpid() != self.pid {
                 return;
             }
             if crate::sys::threads::program_gone() {
                 crate::sys::threads::exit_as_last_thread();
             }
-            if !poller && crate::cuda::record::used() && crate::channel::cuda_enabled() {
-                poller = true;
-                if let Err(e) = crate::cuda::poller::spawn(tx.clone(), pid) {
-                    crate::channel::warn(&format!(
-                        "cannot start the copy-timing thread ({e}): async copies are not timed on the GPU"
-                    ));
-                }
-                if let Some(c) = crate::channel::config().filter(|c| c.cupti) {
-                    crate::cuda::cupti::start(c.cupti_lib.as_deref());
-                }
+            if !self.tick() {
+                return;
             }
-            if cupti_flush.due() {
-                crate::cuda::cupti::flush(false);
+        })
+    }
+
+    /// One period's readings, sent; false once the writer is gone.
+    pub fn tick(&mut self) -> bool {
+        let tx = &self.tx;
+        if !self.poller && crate::cuda::record::used() && crate::channel::cuda_enabled() {
+            self.poller = true;
+            if let Err(e) = crate::cuda::poller::spawn(tx.clone(), self.pid) {
+                crate::channel::warn(&format!(
+                    "cannot start the copy-timing thread ({e}): async copies are not timed on the GPU"
+                ));
             }
-            if let Some(record) = gpus.tick(pid) {
-                if !send_unparked(&tx, Msg::Record(record)) {
-                    return;
-                }
+            if let Some(c) = crate::channel::config().filter(|c| c.cupti) {
+                crate::cuda::cupti::start(c.cupti_lib.as_deref());
             }
-            if heap.due() {
-                let start = std::time::Instant::now();
-                let stats = crate::probes::heap_use::sample();
-                heap.took(start.elapsed());
-                if !send_unparked(&tx, Msg::Record(Record::HeapStats(Box::new(stats)))) {
-                    return;
-                }
-                if let Some(r) = crate::record::sampling::totals_record() {
-                    if !send_unparked(&tx, Msg::Record(r)) {
-                        return;
-                    }
-                }
+        }
+        if self.cupti_flush.due() {
+            crate::cuda::cupti::flush(false);
+        }
+        if let Some(record) = self.gpus.tick(self.pid) {
+            if !send_unparked(tx, Msg::Record(record)) {
+                return false;
             }
-            if counters.due() {
-                let start = std::time::Instant::now();
-                let values = crate::probes::counters::sample();
-                counters.took(start.elapsed());
-                if let Some(v) = values {
-                    if !send_unparked(&tx, Msg::Record(Record::CounterSample(v))) {
-                        return;
-                    }
-                }
+        }
+        if self.heap.due() {
+            let start = std::time::Instant::now();
+            let stats = crate::probes::heap_use::sample();
+            self.heap.took(start.elapsed());
+            if !send_unparked(tx, Msg::Record(Record::HeapStats(Box::new(stats)))) {
+                return false;
             }
-            if let Some((cpus, pace)) = threads.as_mut() {
-                if pace.due() {
-                    let start = std::time::Instant::now();
-                    let sample = cpus.sample();
-                    pace.took(start.elapsed());
-                    if !sample.is_empty()
-                        && !send_unparked(&tx, Msg::Record(Record::ThreadCpus(sample)))
-                    {
-                        return;
-                    }
-                }
-            }
-            let now = modules::counters();
-            // The scan opens files for a moment (see `owned_fds::probe`); tried again later.
-            let scanned = (now != seen)
-                .then(|| crate::sys::owned_fds::probe(|| modules::scan(&exe)))
-                .flatten();
-            if let Some(mods) = scanned {
-                seen = now;
-                let enabled = crate::channel::config().is_some_and(|c| c.python);
-                let python = crate::python::detect(&mods, enabled);
-                if !send_unparked(&tx, Msg::Modules(mods)) {
-                    return;
-                }
-                if let Some(p) = python {
-                    if !send_unparked(&tx, Msg::Record(Record::Python(p))) {
-                        return;
-                    }
+            if let Some(r) = crate::record::sampling::totals_record() {
+                if !send_unparked(tx, Msg::Record(r)) {
+                    return false;
                 }
             }
         }
-    })
+        if self.counters.due() {
+            let start = std::time::Instant::now();
+            let values = crate::probes::counters::sample();
+            self.counters.took(start.elapsed());
+            if let Some(v) = values {
+                if !send_unparked(tx, Msg::Record(Record::CounterSample(v))) {
+                    return false;
+                }
+            }
+        }
+        if let Some((cpus, pace)) = self.threads.as_mut() {
+            if pace.due() {
+                let start = std::time::Instant::now();
+                let sample = cpus.sample();
+                pace.took(start.elapsed());
+                if !sample.is_empty() && !send_unparked(tx, Msg::Record(Record::ThreadCpus(sample)))
+                {
+                    return false;
+                }
+            }
+        }
+        let now = modules::counters();
+        // The scan opens files for a moment (see `owned_fds::probe`); tried again later.
+        let scanned = (now != self.seen)
+            .then(|| crate::sys::owned_fds::probe(|| modules::scan(&self.exe)))
+            .flatten();
+        if let Some(mods) = scanned {
+            self.seen = now;
+            let enabled = crate::channel::config().is_some_and(|c| c.python);
+            let python = crate::python::detect(&mods, enabled);
+            if !send_unparked(tx, Msg::Modules(mods)) {
+                return false;
+            }
+            if let Some(p) = python {
+                if !send_unparked(tx, Msg::Record(Record::Python(p))) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
 }
 
 /// NVML, started once the process used CUDA; read every `every` periods, less often when slow.

@@ -3,14 +3,15 @@
 //! before a closure would get the chance.
 //!
 //! # Safety
-//! The start routine receives the only pointer to a boxed closure, produced by `Box::into_raw` here,
+//! glibc's single-threaded flag is read through the address its loader gave for the symbol. The
+//! start routine receives the only pointer to a boxed closure, produced by `Box::into_raw` here,
 //! and takes ownership back exactly once; on failure to create the thread the box is reclaimed here.
 #![allow(unsafe_code)]
 
 use std::ffi::{c_void, CStr};
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 use std::time::Duration;
 
 use crate::record::msg::Msg;
@@ -43,6 +44,28 @@ extern "C" fn start_inside(arg: *mut c_void) -> *mut c_void {
     drop(inside);
     LIVE.fetch_sub(1, Ordering::AcqRel);
     std::ptr::null_mut()
+}
+
+/// glibc's `__libc_single_threaded` (2.32 and later), found at start; null when there is none.
+static SINGLE_THREADED: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Finds glibc's flag that says the process has never had a second thread (see
+/// [`process_single_threaded`]).
+pub fn find_single_threaded_flag() {
+    let p = crate::sys::real::dlsym(libc::RTLD_DEFAULT, c"__libc_single_threaded");
+    SINGLE_THREADED.store(p as *mut u8, Ordering::Release);
+}
+
+/// Whether the process has had only one thread since it started (or since the fork that made it),
+/// as glibc's allocator sees it; `None` when the C library does not say.
+pub fn process_single_threaded() -> Option<bool> {
+    let p = SINGLE_THREADED.load(Ordering::Acquire);
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: `p` is the address of glibc's one-byte `__libc_single_threaded`, which lives as long
+    // as the C library; glibc writes it only to clear it, and a read of a byte is never torn.
+    Some(unsafe { std::ptr::read_volatile(p) } != 0)
 }
 
 /// In a fork child: the parent's helper threads were not copied.

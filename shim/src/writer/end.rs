@@ -33,6 +33,12 @@ impl Writer {
         }
     }
 
+    /// Ends the trace for a signal, on the thread that took it: the writer was parked (see
+    /// `on_demand`), and nothing else uses it.
+    pub(crate) fn end_on_signal(&mut self, sig: i32) {
+        self.close(EndReason::Signal(sig));
+    }
+
     fn drain_and_end(&mut self, reason: EndReason) -> io::Result<()> {
         // At exec the queue is kept: an exec that fails goes on in this trace (see `exec`).
         let keep_queue = matches!(reason, EndReason::Exec);

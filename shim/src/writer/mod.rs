@@ -10,7 +10,7 @@
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -25,13 +25,14 @@ mod exec;
 pub(crate) mod output;
 mod pace;
 pub(crate) mod placement;
+mod poll;
 pub(crate) mod symbolize;
 
-use pace::{next_nap, DRAIN, NAP};
+pub(crate) use poll::Pacing;
 
 use crate::config::Config;
 use crate::record::msg::{Msg, StackedMsg};
-use crate::sys::queue::{Receiver, TryRecvError};
+use crate::sys::queue::Receiver;
 use crate::writer::output::TraceFile;
 use crate::writer::placement::Placements;
 use crate::{channel, sys::clock};
@@ -44,8 +45,6 @@ const BATCH_BYTES: usize = 1 << 20;
 /// lands at the end is the newest frames that the space reserved for it takes, so they must be
 /// small for the last moments to be among them.
 const WAITING_BATCH_BYTES: usize = 64 << 10;
-/// Empty polls in a row after which what is pending goes on disk (see `run`).
-const QUIET_POLLS: u32 = 2;
 /// Starts the writer thread.
 pub fn spawn(w: Writer) -> io::Result<()> {
     crate::sys::threads::spawn(c"memshim-writer", move || w.run())
@@ -129,100 +128,6 @@ impl Writer {
             w.fail(&e);
         }
         w
-    }
-
-    /// The writer's loop. It polls: it takes what is queued without blocking, then naps, so producers
-    /// never have to wake it (a futex wake on a send costs a traced thread more than recording the
-    /// event), and it never parks on the channel (see the module note). The nap follows the flow
-    /// (see [`next_nap`]): every wake-up is a context switch the program's threads may feel, on a
-    /// machine with few cores.
-    fn run(mut self) {
-        let mut last_flush = Instant::now();
-        let mut nap = NAP;
-        let mut quiet = 0u32;
-        loop {
-            // Read before the queue is looked at: a ring after this cuts the coming nap short.
-            let bell = crate::sys::doorbell::seen();
-            if crate::sys::own_heap::exhausted() {
-                self.stop_for_memory();
-                channel::memory_end_done();
-                return;
-            }
-            if let Some(sig) = channel::signal_end() {
-                self.close(EndReason::Signal(sig));
-                channel::signal_end_done();
-                return;
-            }
-            let mut step = Ok(None);
-            let mut taken = 0;
-            // The clock is read once per batch, not per message.
-            while matches!(step, Ok(None)) && taken < DRAIN {
-                let Some(rx) = self.rx.as_mut() else { return };
-                let mut msgs = std::mem::take(&mut self.batch);
-                let ended = batch::take(rx, &mut msgs, &self.out);
-                taken += msgs.len();
-                for msg in msgs.drain(..) {
-                    // Each message may need memory: none more once the heap ran dry.
-                    if crate::sys::own_heap::exhausted() {
-                        channel::count_dropped(1);
-                    } else if matches!(step, Ok(None)) {
-                        step = self.handle(msg);
-                    }
-                }
-                self.batch = msgs;
-                match ended {
-                    _ if crate::sys::own_heap::exhausted() => break,
-                    Some(TryRecvError::Empty) => break,
-                    Some(TryRecvError::Disconnected) => return,
-                    None => {}
-                }
-            }
-            nap = next_nap(nap, taken);
-            // Two polls in a row that found nothing after events came: the program paused (or is
-            // about to die). What it did is put on disk now, not at the next 100 ms: SIGKILL then
-            // loses nothing that reached the writer. One empty poll is not enough: a writer that
-            // catches up with a flood finds the queue empty for a moment, and cutting a frame
-            // there made traces 2% larger.
-            quiet = if taken == 0 {
-                quiet.saturating_add(1)
-            } else {
-                0
-            };
-            let idle = quiet >= QUIET_POLLS && self.out.pending_bytes() > 0;
-            let step = step.and_then(|shutdown| {
-                let batch = if self.out.get_ref().has_waiting() {
-                    WAITING_BATCH_BYTES
-                } else {
-                    BATCH_BYTES
-                };
-                if idle || self.out.pending_bytes() >= batch || last_flush.elapsed() >= FLUSH_EVERY
-                {
-                    self.flush()?;
-                    last_flush = Instant::now();
-                }
-                Ok(shutdown)
-            });
-            match step {
-                Ok(None) => {}
-                Ok(Some((reason, ack))) => {
-                    let exec = matches!(reason, EndReason::Exec);
-                    self.close(reason);
-                    let _ = ack.try_send(());
-                    if exec && self.resume_after_failed_exec() {
-                        last_flush = Instant::now();
-                        continue;
-                    }
-                    return;
-                }
-                Err(e) => {
-                    self.fail(&e);
-                    return;
-                }
-            }
-            if taken < DRAIN {
-                crate::sys::doorbell::nap(bell, nap);
-            }
-        }
     }
 
     /// Records one message; returns the shutdown request if it was one.

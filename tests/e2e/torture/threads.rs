@@ -127,3 +127,32 @@ fn a_pending_cancel_is_not_acted_on_inside_the_shim() {
         &[("pending_leak", 480, 20)],
     );
 }
+
+/// In the thin mode a process keeps its one thread while it has one: the shim's writer and sampler
+/// wait (their work done on the program's thread at its sends) until the program starts a thread,
+/// then start. Nothing is lost on either side of that moment: the thin counts equal the full trace's.
+#[test]
+fn helpers_wait_for_the_programs_second_thread_in_the_thin_mode() {
+    let case = Case::new("late_thread", &c("late_thread"), &["tasks.txt"]);
+    let bare = case.all();
+    assert_eq!(bare.stdout_str(), "done\n");
+    // The thin run is the last of `all`.
+    let tasks = std::fs::read_to_string(case.dir.path("tasks.txt")).expect("tasks.txt");
+    assert_eq!(
+        tasks, "tasks 1\n",
+        "the thin run had helper threads while alone"
+    );
+    case.assert_leaks(
+        "late_thread",
+        &["alone_leak", "thread_leak"],
+        &[("alone_leak", 100000, 1000), ("thread_leak", 100000, 500)],
+    );
+    let full = case.reports();
+    let full = &process_by_exe(&full[0], "late_thread")["heap"];
+    let thin = case.thin_report();
+    let thin = &process_by_exe(&thin, "late_thread")["heap"];
+    assert_eq!(thin["totals_from"], "counts");
+    for key in ["allocations", "frees", "live_count"] {
+        assert_eq!(thin[key], full[key], "heap.{key}: thin {thin}\nfull {full}");
+    }
+}
