@@ -1,7 +1,8 @@
 //! The shim's helper threads (writer and sampler) started when they are needed, not when the trace
 //! starts. A second thread in the process is what makes glibc's allocator take an arena lock in
 //! every `malloc` and `free` that misses its per-thread cache: one idle preloaded thread made
-//! malloc_heavy 18-27% slower on its own, most of what the thin sampling mode cost. So in that mode
+//! malloc_heavy 18-27% slower on its own on an Intel VM (3% on an AMD one), most of what the thin
+//! sampling mode cost there. So in that mode
 //! a process that has one thread keeps it alone: the writer and the sampler are parked, and the
 //! program's thread does their work itself at one of its sends (a sampled block, a mapping, a CUDA
 //! call: few, in the thin mode) once 100 ms have passed or 4096 messages wait, as the writer thread
@@ -14,8 +15,11 @@
 //! quiet, so a SIGKILL loses what the program's thread sent since its last 100 ms; and the sampler's
 //! readings come at sends, not every 100 ms of a program that does not allocate.
 //!
-//! Never: wait for the parked writer on its own thread (a signal that came in the middle of its
-//! work finds it taken and leaves it), or start a thread from a signal's handler.
+//! Never: wait for the parked writer on the thread that holds it (a signal that came in the middle
+//! of its work finds it taken and leaves it), or start a thread from the crash handler (it ends the
+//! trace itself or not at all). An end reached from another handler (`_exit` in one) starts the
+//! threads as any end does, unless the handler interrupted the parked writer's work: the trace is
+//! then left as a killed process's.
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
