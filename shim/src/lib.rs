@@ -20,7 +20,9 @@
 //! - **fork/exec/exit.** A fork child writes its own trace with its own writer (started on its first
 //!   event); exec closes the trace first; the library destructor and `_exit` close it at the end; a
 //!   frame reaches the disk as soon as the queue goes quiet and at least every 100 ms, so SIGKILL
-//!   loses at most what had not reached the writer; a failed exec goes on in the same trace.
+//!   loses at most what had not reached the writer (in the thin mode, while the helpers are parked,
+//!   what came since the last send that drained: see `on_demand`); a failed exec goes on in the
+//!   same trace.
 //!
 //! The modules, in the order a recorded call travels:
 //! - `hooks` (and the CUDA wrappers in `cuda`, the PyTorch callbacks in `torch`): the exported
