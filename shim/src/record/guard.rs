@@ -2,37 +2,37 @@
 //! stack ends (so the unwinder is never run with too little stack left).
 //!
 //! # Safety
-//! Preloaded (`memshim run`), all three live in `pthread_getspecific` slots, not in Rust
-//! thread-locals. A thread-local of a preloaded library is reached through `__tls_get_addr`, which
+//! Preloaded (`memshim run`), all three live in `sys::thread_words`: words reached from the thread
+//! pointer at an offset found at start, two loads and no call. Not through `__tls_get_addr`, which
 //! allocates with `malloc` when a `dlopen`ed library brings new TLS (it grows the thread's DTV): the
 //! guard would recurse into `malloc` before it could say "inside the shim" (seen with PyTorch loading
-//! libnvshmem). glibc keeps the first 32 keys' values inside the thread descriptor, so
-//! `pthread_getspecific`/`setspecific` on them never allocate. Keys are created once, at start,
-//! before any helper thread exists; until then the guard is inert (nothing is recorded before start
-//! anyway).
+//! libnvshmem). Where those words cannot be had (an architecture other than x86-64 and AArch64),
+//! they live in `pthread_getspecific` slots: glibc keeps the first 32 keys' values inside the thread
+//! descriptor, so `pthread_getspecific`/`setspecific` on them never allocate. Either is set up once,
+//! at start, before any helper thread exists; until then the guard is inert (nothing is recorded
+//! before start anyway).
 //!
-//! Attached (`memshim attach`) to a process that has used its first 32 keys already (PyTorch's
-//! have), a new key's value lives in a block `pthread_setspecific` `calloc`s on each thread's first
-//! set, through the C library's own import slot, which attaching redirects to the hooks: every
-//! thread's first hook recursed until its stack overflowed. There the state lives in Rust
-//! thread-locals instead (`Tls`): the shim is not preloaded, so the loader's `malloc` for a thread's
-//! TLS block is the C library's own, which no hook sees.
+//! Attached (`memshim attach`), the library's TLS need not be in the static area, so the offset is
+//! not used; and in a process that has used its first 32 keys already (PyTorch's have), a new key's
+//! value lives in a block `pthread_setspecific` `calloc`s on each thread's first set, through the C
+//! library's own import slot, which attaching redirects to the hooks: every thread's first hook
+//! recursed until its stack overflowed. There the state is reached through the Rust thread-local
+//! itself (`thread_words::get_slow`): the shim is not preloaded, so the loader's `malloc` for a
+//! thread's TLS block is the C library's own, which no hook sees.
 #![allow(unsafe_code)]
 
-use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use crate::sys::thread_words as words;
+
 const NO_KEY: u32 = u32::MAX;
-/// Marks a "key" that names a Rust thread-local slot (`TLS_SLOTS[key & 3]`), not a pthread key.
+/// Marks a "key" that names a thread word reached through the Rust thread-local itself
+/// (`words::get_slow(key & 7)`), not a pthread key.
 const TLS_KEY: u32 = 1 << 31;
+/// Marks a "key" that names a thread word reached from the thread pointer (`words::get(key & 7)`).
+const FAST_KEY: u32 = 1 << 30;
 /// glibc's first-level key block: keys below it are stored without allocating.
 const INLINE_KEYS: libc::pthread_key_t = 32;
-
-thread_local! {
-    /// The three slots, where pthread keys would allocate (see the module note). Const-initialised
-    /// plain cells: no destructor is registered, nothing is allocated but the TLS block itself.
-    static TLS_SLOTS: [Cell<usize>; 3] = const { [Cell::new(0), Cell::new(0), Cell::new(0)] };
-}
 static IN_SHIM: AtomicU32 = AtomicU32::new(NO_KEY);
 static TID: AtomicU32 = AtomicU32::new(NO_KEY);
 static STACK_LOW: AtomicU32 = AtomicU32::new(NO_KEY);
@@ -49,10 +49,16 @@ const FROM_DRIVER: usize = 3;
 /// beyond the call (see [`with_own_heap`]).
 const OWN_HEAP: usize = 4;
 
-/// Creates the keys; returns false when the process has none left (the shim then records nothing).
-/// `late` (attached to a running process): keys that would allocate are given back and Rust
-/// thread-locals used instead (see the module note).
+/// Sets up the state's words, creating keys where they are needed; returns false when the process
+/// has none left (the shim then records nothing). `late` (attached to a running process): keys that
+/// would allocate are given back and the Rust thread-local used instead (see the module note).
 pub fn init(late: bool) -> bool {
+    if !late && words::init() {
+        IN_SHIM.store(FAST_KEY | words::GUARD as u32, Ordering::Release);
+        TID.store(FAST_KEY | words::TID as u32, Ordering::Release);
+        STACK_LOW.store(FAST_KEY | words::STACK_LOW as u32, Ordering::Release);
+        return true;
+    }
     let mut a: libc::pthread_key_t = 0;
     let mut b: libc::pthread_key_t = 0;
     let mut c: libc::pthread_key_t = 0;
@@ -71,9 +77,9 @@ pub fn init(late: bool) -> bool {
                 libc::pthread_key_delete(c);
             }
         }
-        IN_SHIM.store(TLS_KEY, Ordering::Release);
-        TID.store(TLS_KEY | 1, Ordering::Release);
-        STACK_LOW.store(TLS_KEY | 2, Ordering::Release);
+        IN_SHIM.store(TLS_KEY | words::GUARD as u32, Ordering::Release);
+        TID.store(TLS_KEY | words::TID as u32, Ordering::Release);
+        STACK_LOW.store(TLS_KEY | words::STACK_LOW as u32, Ordering::Release);
         return true;
     }
     if ok {
@@ -84,27 +90,32 @@ pub fn init(late: bool) -> bool {
     ok
 }
 
-/// True when this module's state may be read from a signal handler: not when it lives in Rust
-/// thread-locals, whose first reading on a thread allocates its block (through the C library's
-/// `malloc`, which the interrupted code may be inside).
+/// True when this module's state may be read from a signal handler: not when it is reached through
+/// the Rust thread-local, whose first reading on a thread allocates its block (through the C
+/// library's `malloc`, which the interrupted code may be inside).
 pub fn signal_safe() -> bool {
     IN_SHIM.load(Ordering::Acquire) & TLS_KEY == 0
 }
 
-#[inline]
+#[inline(always)]
 fn get(key: u32) -> usize {
+    if key & FAST_KEY != 0 {
+        return words::get((key & 7) as usize);
+    }
     if key & TLS_KEY != 0 {
-        return TLS_SLOTS.with(|s| s[(key & 3) as usize].get());
+        return words::get_slow((key & 7) as usize);
     }
     // SAFETY: `key` was created by `init` and is never deleted.
     unsafe { libc::pthread_getspecific(key) as usize }
 }
 
-#[inline]
+#[inline(always)]
 fn set(key: u32, v: usize) {
+    if key & FAST_KEY != 0 {
+        return words::set((key & 7) as usize, v);
+    }
     if key & TLS_KEY != 0 {
-        TLS_SLOTS.with(|s| s[(key & 3) as usize].set(v));
-        return;
+        return words::set_slow((key & 7) as usize, v);
     }
     // SAFETY: as in `get`; for keys below 32 glibc stores the value without allocating.
     unsafe { libc::pthread_setspecific(key, v as *const libc::c_void) };

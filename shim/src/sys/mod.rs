@@ -17,6 +17,7 @@ pub(crate) mod prefetch;
 pub(crate) mod proc_file;
 pub(crate) mod queue;
 pub(crate) mod real;
+pub(crate) mod thread_words;
 pub(crate) mod threads;
 
 use std::ffi::{CStr, CString};

@@ -16,8 +16,9 @@
 //!   (without a stack when unsampled), so totals, peaks and leaks stay exact in requested bytes.
 //!
 //! # Safety
-//! The countdown lives in a `pthread_getspecific` slot (see `guard` for why not a thread-local),
-//! created once at start; values are plain integers stored in the pointer.
+//! The every-event mode's countdown lives in a thread word (`sys::thread_words`) where the shim was
+//! preloaded, and in a `pthread_getspecific` slot otherwise (see `guard` for why not through
+//! `__tls_get_addr`), created once at start; values are plain integers stored in the pointer.
 #![allow(unsafe_code)]
 pub(crate) mod sampled_blocks;
 pub(crate) mod thin_totals;
@@ -27,6 +28,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use sampled_blocks as sampled;
 
 use crate::record::mix::mix;
+use crate::sys::thread_words as words;
 
 const NO_KEY: u32 = u32::MAX;
 static KEY: AtomicU32 = AtomicU32::new(NO_KEY);
@@ -115,15 +117,24 @@ pub fn take(size: u64) -> bool {
     if mean == 0 || key == NO_KEY {
         return true;
     }
-    // SAFETY: `key` was created by `init` and is never deleted.
-    let left = unsafe { libc::pthread_getspecific(key) } as u64;
+    let fast = words::fast();
+    let left = if fast {
+        words::get(words::COUNTDOWN) as u64
+    } else {
+        // SAFETY: `key` was created by `init` and is never deleted.
+        unsafe { libc::pthread_getspecific(key) as u64 }
+    };
     let left = if left == 0 { draw(mean) } else { left };
     let (remaining, sampled) = match left.checked_sub(size) {
         Some(r) if r > 0 => (r, false),
         _ => (draw(mean), true),
     };
-    // SAFETY: as above; the value is an integer, never dereferenced.
-    unsafe { libc::pthread_setspecific(key, remaining as usize as *const libc::c_void) };
+    if fast {
+        words::set(words::COUNTDOWN, remaining as usize);
+    } else {
+        // SAFETY: as above; the value is an integer, never dereferenced.
+        unsafe { libc::pthread_setspecific(key, remaining as usize as *const libc::c_void) };
+    }
     sampled
 }
 

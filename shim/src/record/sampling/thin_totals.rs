@@ -13,14 +13,17 @@
 //! inherited).
 //!
 //! # Safety
-//! The slot index lives in a `pthread_getspecific` slot (see `guard` for why not a thread-local),
-//! created once at start; values are plain integers stored in the pointer: 0 (no slot yet), an index
-//! into `TABLE`, or `OVERFLOW`.
+//! The slot index lives in a thread word (`sys::thread_words`) where the shim was preloaded, and in a
+//! `pthread_getspecific` slot otherwise (see `guard` for why not through `__tls_get_addr`). The key
+//! exists in both cases: its destructor is what hands the slot back. Values are plain integers (the
+//! key's stored in the pointer): 0 (no slot yet), an index into `TABLE`, or `SLOTS` (the overflow).
 #![allow(unsafe_code)]
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use memshim_trace::HeapTotals;
+
+use crate::sys::thread_words as words;
 
 /// Slots for threads (index 0 is the shared overflow slot).
 const SLOTS: usize = 1024;
@@ -72,9 +75,14 @@ pub fn init() -> bool {
     true
 }
 
-/// The thread-exit destructor: hands the slot to the next thread that needs one.
+/// The thread-exit destructor: hands the slot to the next thread that needs one. It runs on the
+/// exiting thread, whose word must forget the slot too: a free the thread's last destructors make
+/// would otherwise count into a slot another thread took meanwhile.
 extern "C" fn release(value: *mut libc::c_void) {
     let i = value as usize;
+    if words::fast() {
+        words::set(words::THIN_SLOT, 0);
+    }
     if i != OVERFLOW && i < SLOTS {
         TABLE[i].owned.store(0, Ordering::Release);
     }
@@ -100,12 +108,21 @@ fn slot() -> Option<(&'static Slot, bool)> {
     if key == NO_KEY {
         return None;
     }
-    // SAFETY: `key` was created by `init` and is never deleted.
-    let mut i = unsafe { libc::pthread_getspecific(key) } as usize;
+    let fast = words::fast();
+    let mut i = if fast {
+        words::get(words::THIN_SLOT)
+    } else {
+        // SAFETY: `key` was created by `init` and is never deleted.
+        unsafe { libc::pthread_getspecific(key) as usize }
+    };
     if i == 0 {
         i = claim();
+        if fast {
+            words::set(words::THIN_SLOT, i);
+        }
         // SAFETY: as above; the value is an integer, never dereferenced. Keys below 32 are stored
-        // in the thread descriptor, so this never allocates.
+        // in the thread descriptor, so this never allocates. Set with the fast words too, so that
+        // the destructor runs at the thread's exit.
         unsafe { libc::pthread_setspecific(key, i as *const libc::c_void) };
     }
     let i = if i >= SLOTS { OVERFLOW } else { i };
@@ -195,8 +212,12 @@ pub fn after_fork_in_child() {
     if key == NO_KEY {
         return;
     }
-    // SAFETY: as in `slot`.
-    let mine = unsafe { libc::pthread_getspecific(key) } as usize;
+    let mine = if words::fast() {
+        words::get(words::THIN_SLOT)
+    } else {
+        // SAFETY: as in `slot`.
+        unsafe { libc::pthread_getspecific(key) as usize }
+    };
     for (i, s) in TABLE.iter().enumerate().skip(1) {
         if i != mine {
             s.owned.store(0, Ordering::Relaxed);
