@@ -116,6 +116,13 @@ pub fn after_fork() {
     codes::forget();
 }
 
+/// False when [`merge`] adds nothing for certain: no interpreter was found, or its frames are off. A
+/// capture then needs no room for Python frames.
+#[inline]
+pub fn may_merge() -> bool {
+    !matches!(STATE.load(Ordering::Acquire), ABSENT | OFF)
+}
+
 /// Merges the calling thread's Python frames into `frames[..len]` (native return addresses,
 /// innermost first); returns the new length. `frames` has room for [`MAX_PY_FRAMES`] more. With
 /// `lend`, a thread without Python frames of its own gets the main thread's (see `borrow`).

@@ -65,11 +65,21 @@ fn stack_hash_with(lend_python: bool) -> u64 {
     captured_hash(lend_python, room)
 }
 
-/// Captures and hashes the stack, out of line so that its buffers take stack only when used.
+/// Captures and hashes the stack, out of line so that its buffers take stack only when used: the
+/// small one unless the depth asked for or Python frames need the large one.
 #[inline(never)]
 fn captured_hash(lend_python: bool, room: Option<usize>) -> u64 {
     let depth = channel::config().map_or(64, |c| c.stack_depth);
-    let mut buf = [0u64; stacks::CAPTURE_LEN];
+    if depth <= 64 && !crate::python::may_merge() {
+        captured_in::<{ stacks::SMALL_CAPTURE_LEN }>(depth, lend_python, room)
+    } else {
+        captured_in::<{ stacks::CAPTURE_LEN }>(depth, lend_python, room)
+    }
+}
+
+#[inline(always)]
+fn captured_in<const N: usize>(depth: usize, lend_python: bool, room: Option<usize>) -> u64 {
+    let mut buf = [0u64; N];
     let len = stacks::capture(&mut buf, depth, lend_python, room);
     let frames = &buf[..len];
     let hash = stacks::hash(frames);
