@@ -51,7 +51,7 @@ pub struct Checked;
 impl Checked {
     /// Fills `buf` from `addr`; false unless every byte could be read.
     pub fn read_into(&self, addr: usize, buf: &mut [u8]) -> bool {
-        crate::sys::read_own_memory(addr, buf)
+        crate::sys::read_own_memory(crate::record::guard::tid(), addr, buf)
     }
 }
 
