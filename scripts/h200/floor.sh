@@ -8,8 +8,9 @@
 #   Python frames nor the torch layer); thin (the production mode, 512K).
 # MODES picks others: thin-notorch, thin-nopy, thin-nocuda (thin without the torch layer, Python
 # frames or CUDA), thin-before (thin with the shim at BEFORE_LIB, an older build, for an A/B). Then, when a perf binary is carried in .perf/ (with its libraries), a profile of
-# each of PERF_MODES (bare off thin), by thread, object and symbol, to $OUT/perf_<mode>.txt.
-#   OUT=/some/dir ROUNDS=4 STEPS=100 [MODES="..."] [PERF_MODES="..."] bash scripts/h200/floor.sh
+# each of PERF_MODES (bare off thin), by thread, object and symbol, to $OUT/perf_<mode>.txt;
+# PERF_DELAY (ms) starts each profile that late, past `import torch`, so that it holds the steps.
+#   OUT=/some/dir ROUNDS=4 STEPS=100 [MODES="..."] [PERF_MODES="..."] [PERF_DELAY=ms] bash scripts/h200/floor.sh
 set -u
 . scripts/h200/env.sh
 ROUNDS=${ROUNDS:-4}
@@ -54,7 +55,7 @@ if [ -x .perf/perf ]; then
     perf() { LD_LIBRARY_PATH=$PWD/.perf:$PWD/.devlib .perf/perf "$@"; }
     for mode in ${PERF_MODES:-bare off thin}; do
         rm -rf "$w/t"
-        perf record -q -F 1999 -g -o "$w/perf_$mode.data" -- env ${LD_LIBRARY_PATH:+LD_LIBRARY_PATH=$LD_LIBRARY_PATH} \
+        perf record -q -F 1999 -g ${PERF_DELAY:+-D "$PERF_DELAY"} -o "$w/perf_$mode.data" -- env ${LD_LIBRARY_PATH:+LD_LIBRARY_PATH=$LD_LIBRARY_PATH} \
             $(mode_env "$mode") MEMSHIM_SYMBOLIZE=0 MEMSHIM_QUIET=1 MEMSHIM_OUTPUT="$w/t" \
             python3 examples/python/torch_train_overhead.py "$STEPS" mlp >"$OUT/perf_${mode}_run.txt" 2>&1
         {
