@@ -101,9 +101,7 @@ impl Sampler {
             }
         }
         if self.heap.due() {
-            let start = std::time::Instant::now();
-            let stats = crate::probes::heap_use::sample();
-            self.heap.took(start.elapsed());
+            let stats = self.heap.timed(crate::probes::heap_use::sample);
             if !send_unparked(tx, Msg::Record(Record::HeapStats(Box::new(stats)))) {
                 return false;
             }
@@ -114,9 +112,7 @@ impl Sampler {
             }
         }
         if self.counters.due() {
-            let start = std::time::Instant::now();
-            let values = crate::probes::counters::sample();
-            self.counters.took(start.elapsed());
+            let values = self.counters.timed(crate::probes::counters::sample);
             if let Some(v) = values {
                 if !send_unparked(tx, Msg::Record(Record::CounterSample(v))) {
                     return false;
@@ -125,9 +121,7 @@ impl Sampler {
         }
         if let Some((cpus, pace)) = self.threads.as_mut() {
             if pace.due() {
-                let start = std::time::Instant::now();
-                let sample = cpus.sample();
-                pace.took(start.elapsed());
+                let sample = pace.timed(|| cpus.sample());
                 if !sample.is_empty() && !send_unparked(tx, Msg::Record(Record::ThreadCpus(sample)))
                 {
                     return false;
@@ -208,10 +202,7 @@ impl GpuSampling {
         if !self.pace.due() {
             return None;
         }
-        let start = std::time::Instant::now();
-        let samples = nvml.sample();
-        self.pace.took(start.elapsed());
-        Some(Record::GpuSamples(samples))
+        Some(Record::GpuSamples(self.pace.timed(|| nvml.sample())))
     }
 }
 
@@ -261,6 +252,14 @@ impl Pace {
         } else {
             false
         }
+    }
+
+    /// Runs one reading, slowing the pace when it took long.
+    fn timed<T>(&mut self, read: impl FnOnce() -> T) -> T {
+        let start = std::time::Instant::now();
+        let out = read();
+        self.took(start.elapsed());
+        out
     }
 
     fn took(&mut self, d: Duration) {

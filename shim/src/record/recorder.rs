@@ -70,7 +70,7 @@ fn stack_hash_with(lend_python: bool) -> u64 {
 #[inline(never)]
 fn captured_hash(lend_python: bool, room: Option<usize>) -> u64 {
     let depth = channel::config().map_or(64, |c| c.stack_depth);
-    if depth <= 64 && !crate::python::may_merge() {
+    if depth <= stacks::SMALL_DEPTH && !crate::python::may_merge() {
         captured_in::<{ stacks::SMALL_CAPTURE_LEN }>(depth, lend_python, room)
     } else {
         captured_in::<{ stacks::CAPTURE_LEN }>(depth, lend_python, room)

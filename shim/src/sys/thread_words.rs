@@ -109,6 +109,28 @@ fn word(i: usize) -> &'static Cell<usize> {
     unsafe { &*((tp as isize + off) as *const Cell<usize>).add(i) }
 }
 
+/// The calling thread's word `i` where [`fast`], else the value of the thread-specific `key` (which
+/// must be one of the first 32, stored without allocating): for state that a shim without the fast
+/// words keeps in a key.
+#[inline(always)]
+pub fn get_or_key(i: usize, key: libc::pthread_key_t) -> usize {
+    if fast() {
+        return get(i);
+    }
+    // SAFETY: `key` is a live key; its value is an integer, never dereferenced.
+    unsafe { libc::pthread_getspecific(key) as usize }
+}
+
+/// As [`get_or_key`], a write.
+#[inline(always)]
+pub fn set_or_key(i: usize, key: libc::pthread_key_t, v: usize) {
+    if fast() {
+        return set(i, v);
+    }
+    // SAFETY: as in `get_or_key`; for keys below 32 glibc stores the value without allocating.
+    unsafe { libc::pthread_setspecific(key, v as *const libc::c_void) };
+}
+
 /// The words of the calling thread reached through the thread-local itself: for a shim that was
 /// not preloaded (the first use on a thread may allocate its block, so never in a signal handler).
 pub fn get_slow(i: usize) -> usize {

@@ -117,24 +117,13 @@ pub fn take(size: u64) -> bool {
     if mean == 0 || key == NO_KEY {
         return true;
     }
-    let fast = words::fast();
-    let left = if fast {
-        words::get(words::COUNTDOWN) as u64
-    } else {
-        // SAFETY: `key` was created by `init` and is never deleted.
-        unsafe { libc::pthread_getspecific(key) as u64 }
-    };
+    let left = words::get_or_key(words::COUNTDOWN, key) as u64;
     let left = if left == 0 { draw(mean) } else { left };
     let (remaining, sampled) = match left.checked_sub(size) {
         Some(r) if r > 0 => (r, false),
         _ => (draw(mean), true),
     };
-    if fast {
-        words::set(words::COUNTDOWN, remaining as usize);
-    } else {
-        // SAFETY: as above; the value is an integer, never dereferenced.
-        unsafe { libc::pthread_setspecific(key, remaining as usize as *const libc::c_void) };
-    }
+    words::set_or_key(words::COUNTDOWN, key, remaining as usize);
     sampled
 }
 

@@ -108,22 +108,17 @@ fn slot() -> Option<(&'static Slot, bool)> {
     if key == NO_KEY {
         return None;
     }
-    let fast = words::fast();
-    let mut i = if fast {
-        words::get(words::THIN_SLOT)
-    } else {
-        // SAFETY: `key` was created by `init` and is never deleted.
-        unsafe { libc::pthread_getspecific(key) as usize }
-    };
+    let mut i = words::get_or_key(words::THIN_SLOT, key);
     if i == 0 {
         i = claim();
-        if fast {
-            words::set(words::THIN_SLOT, i);
+        words::set_or_key(words::THIN_SLOT, key, i);
+        if words::fast() {
+            // SAFETY: `key` was created by `init` and is never deleted; the value is an integer,
+            // never dereferenced, stored without allocating (keys below 32). The key holds the slot
+            // with the fast words too: its destructor is what hands the slot back at the thread's
+            // exit.
+            unsafe { libc::pthread_setspecific(key, i as *const libc::c_void) };
         }
-        // SAFETY: as above; the value is an integer, never dereferenced. Keys below 32 are stored
-        // in the thread descriptor, so this never allocates. Set with the fast words too, so that
-        // the destructor runs at the thread's exit.
-        unsafe { libc::pthread_setspecific(key, i as *const libc::c_void) };
     }
     let i = if i >= SLOTS { OVERFLOW } else { i };
     Some((&TABLE[i], i == OVERFLOW))
@@ -212,12 +207,7 @@ pub fn after_fork_in_child() {
     if key == NO_KEY {
         return;
     }
-    let mine = if words::fast() {
-        words::get(words::THIN_SLOT)
-    } else {
-        // SAFETY: as in `slot`.
-        unsafe { libc::pthread_getspecific(key) as usize }
-    };
+    let mine = words::get_or_key(words::THIN_SLOT, key);
     for (i, s) in TABLE.iter().enumerate().skip(1) {
         if i != mine {
             s.owned.store(0, Ordering::Relaxed);

@@ -66,7 +66,9 @@ pub const CAPTURE_LEN: usize = MAX_STACK_DEPTH + DRIVER_FRAMES + crate::python::
 /// Room enough for a capture of the default depth (64) without Python frames: the buffer of nearly
 /// every capture outside a Python process. Zeroing [`CAPTURE_LEN`] words (3.3 KiB) on each
 /// allocation was 6% of malloc_heavy's samples with full stacks.
-pub const SMALL_CAPTURE_LEN: usize = 64 + DRIVER_FRAMES;
+pub const SMALL_CAPTURE_LEN: usize = SMALL_DEPTH + DRIVER_FRAMES;
+/// The deepest capture [`SMALL_CAPTURE_LEN`] holds.
+pub const SMALL_DEPTH: usize = 64;
 /// The shim's own frames the unwinder may report above the caller's (dropped).
 const SELF_FRAMES: usize = 16;
 /// Those, with the driver's and CUPTI's when the driver called the shim back.
@@ -220,10 +222,7 @@ mod tests {
             let mut big = [0u64; CAPTURE_LEN];
             assert_eq!(capture(&mut big, 100, false, None), 100);
             let mut small = [0u64; SMALL_CAPTURE_LEN];
-            assert_eq!(
-                capture(&mut small, 100, false, None),
-                SMALL_CAPTURE_LEN - DRIVER_FRAMES
-            );
+            assert_eq!(capture(&mut small, 100, false, None), SMALL_DEPTH);
             assert_eq!(capture(&mut small, 64, false, None), 64);
         });
     }
