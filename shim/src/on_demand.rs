@@ -103,9 +103,16 @@ pub fn after_send(force: bool) {
     SENT.store(0, Ordering::Relaxed);
     NEXT_NS.store(clock::monotonic_ns() + PERIOD_NS, Ordering::Relaxed);
     // What the C code the writer calls keeps (zstd's contexts) comes from the shim's heap, as on
-    // the writer's thread, which may own it later.
+    // the writer's thread, which may own it later. The queue is drained before the sampler's
+    // readings are sent: its sends wait while the queue is full, and this thread is the one that
+    // empties it (a forced drain comes with a full queue).
     let alive = crate::record::guard::with_own_heap(|| {
-        parked.sampler.tick() && parked.writer.drain_here(&mut parked.pacing)
+        let Parked {
+            writer,
+            pacing,
+            sampler,
+        } = parked;
+        writer.drain_here(pacing) && sampler.tick() && writer.drain_here(pacing)
     });
     if !alive {
         // The trace ended (the shim's heap ran dry, a write failed): nothing to start later.
