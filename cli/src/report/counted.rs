@@ -12,11 +12,15 @@ pub const FROM_COUNTS: &str = "counts";
 /// What a reader of a counted heap summary must know (`HeapSummary::totals_note`).
 fn note(heap: &HeapSummary) -> Option<&'static str> {
     (heap.totals_from == FROM_COUNTS).then_some(
-        "(thin sampling: only sampled allocations were recorded; these totals were counted in the process, live and peak bytes as usable sizes of every live block, a fork child's inherited ones included, the peak from readings every 100 ms; temporary allocations are not known)",
+        "(thin sampling: only sampled allocations were recorded; these totals were counted in the process, live and peak bytes as usable sizes of every live block, a fork child's inherited ones included, the peak the higher of the readings every 100 ms and the most the sampled blocks held at once; temporary allocations are not known)",
     )
 }
 
-/// Puts the counted totals in place of what the sampled events alone would say.
+/// Puts the counted totals in place of what the sampled events alone would say. The peak stays the
+/// sampled blocks' own where they held more at once than any reading saw: readings every 100 ms
+/// miss a short-lived high (a sort's 4 MiB buffer), and the sampled blocks are real blocks, a
+/// lower bound of what was live then. The sites held at the peak are the sampled blocks' picture
+/// at their own peak, so they never exceed the peak they are shown under.
 pub fn apply(
     c: &Counted,
     ns_to_s: impl Fn(u64) -> f64,
@@ -30,12 +34,14 @@ pub fn apply(
     heap.allocated_bytes = c.allocated_bytes();
     heap.live_bytes = c.last.live_usable();
     heap.live_count = c.last.live_count();
-    heap.peak_bytes = c.peak_usable;
-    heap.peak_time_s = if heap.peak_bytes > 0 {
-        ns_to_s(c.peak_t)
-    } else {
-        0.0
-    };
+    if c.peak_usable >= heap.peak_bytes {
+        heap.peak_bytes = c.peak_usable;
+        heap.peak_time_s = if heap.peak_bytes > 0 {
+            ns_to_s(c.peak_t)
+        } else {
+            0.0
+        };
+    }
     // Which frees were of a block its thread had just allocated is not known from counts.
     heap.temporary_allocations = 0;
     let sampled_bytes: u64 = host.sites.iter().map(|s| s.bytes).sum();
@@ -89,5 +95,49 @@ mod tests {
         assert!(note(&heap).is_some_and(|n| n.contains("usable")));
         heap.totals_from = FROM_EVENTS;
         assert_eq!(note(&heap), None);
+    }
+
+    #[test]
+    fn a_sampled_high_that_no_reading_saw_stays_the_peak() {
+        let none = HeapTotals {
+            allocations: 0,
+            frees: 0,
+            allocated_bytes: 0,
+            allocated_usable: 0,
+            freed_usable: 0,
+        };
+        let mut c = Counted::new(1_000, none);
+        // 13 KiB live at the one reading; a 4 MiB block came and went between readings.
+        c.reading(
+            3_000,
+            HeapTotals {
+                allocations: 100,
+                frees: 50,
+                allocated_bytes: 4_210_000,
+                allocated_usable: 4_211_000,
+                freed_usable: 4_197_688,
+            },
+        );
+        let mut heap = crate::render::fixture::heap(0);
+        heap.peak_bytes = 4_194_336;
+        heap.peak_time_s = 2e-6;
+        apply(
+            &c,
+            |ns| ns as f64 / 1e9,
+            &mut heap,
+            &mut LeakClass::default(),
+        );
+        assert_eq!((heap.peak_bytes, heap.peak_time_s), (4_194_336, 2e-6));
+        assert_eq!(heap.live_bytes, 13_312);
+        // A reading higher than the sampled blocks ever were is the peak.
+        let mut heap = crate::render::fixture::heap(0);
+        heap.peak_bytes = 9_000;
+        apply(
+            &c,
+            |ns| ns as f64 / 1e9,
+            &mut heap,
+            &mut LeakClass::default(),
+        );
+        assert_eq!((heap.peak_bytes, heap.peak_time_s), (13_312, 3e-6));
     }
 }
