@@ -4,7 +4,7 @@
 //! Reads: `PyThreadState` (the frame pointer, or `cframe` and its `current_frame`), each frame's code
 //! object (a tagged reference from 3.14, its tag bits cleared), its link to the older frame, and the
 //! entry marker of its version (see [`Chain`]). Every code object is checked to be a `PyCode_Type`
-//! before it is used; anything else ends the walk.
+//! before it is used (by [`walk`], or by the caller of [`chain`]); anything else ends the walk.
 //! Never: write, call into the interpreter, or follow more than [`MAX_WALK`] links.
 use super::layout::{Chain, Layout, OB_TYPE};
 use super::memory::Memory;
@@ -34,11 +34,37 @@ pub enum Bad {
 }
 
 /// Walks the frames of the thread whose state is at `tstate`, calling `visit` for each step; stops
-/// when `visit` returns false.
+/// when `visit` returns false. Each frame's code object is checked to be one before `visit` sees it.
 pub fn walk<M: Memory>(
     mem: &M,
     l: &Layout,
     code_type: usize,
+    tstate: usize,
+    mut visit: impl FnMut(Step) -> bool,
+) -> Result<(), Bad> {
+    let mut bad = None;
+    chain(mem, l, tstate, |step| {
+        if let Step::Frame { code, .. } = step {
+            match mem.word(code + OB_TYPE) {
+                Some(t) if t == code_type => {}
+                Some(_) => bad = Some(Bad::NotCode(code)),
+                None => bad = Some(Bad::Unreadable(code + OB_TYPE)),
+            }
+            if bad.is_some() {
+                return false;
+            }
+        }
+        visit(step)
+    })?;
+    bad.map_or(Ok(()), Err)
+}
+
+/// As [`walk`], without checking the code objects: a frame's `code` is what the frame points at,
+/// which may be anything. For a caller that reads every code object of the chain at once, before it
+/// uses any, and checks each itself (a lent walk, whose every read is a system call).
+pub fn chain<M: Memory>(
+    mem: &M,
+    l: &Layout,
     tstate: usize,
     mut visit: impl FnMut(Step) -> bool,
 ) -> Result<(), Bad> {
@@ -82,9 +108,6 @@ pub fn walk<M: Memory>(
             }
         } else {
             let code = read(frame + l.frame_code)? & !l.frame_code_tags;
-            if read(code + OB_TYPE)? != code_type {
-                return Err(Bad::NotCode(code));
-            }
             if !visit(Step::Frame { frame, code }) {
                 return Ok(());
             }

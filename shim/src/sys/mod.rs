@@ -119,6 +119,58 @@ pub fn read_own_memory(task: u32, addr: usize, buf: &mut [u8]) -> bool {
     n == buf.len() as isize
 }
 
+/// Fills each of `bufs` from the address beside it in `addrs`, in one `process_vm_readv` (as
+/// [`read_own_memory`]); returns how many, from the first, were read whole. The kernel never splits
+/// one buffer and stops at the first address it cannot read, so those after an unreadable one are
+/// not read either: the caller asks again from the one after it. At most [`MANY_READS`] at once.
+pub fn read_own_memory_many<const N: usize>(
+    task: u32,
+    addrs: &[usize],
+    bufs: &mut [[u8; N]],
+) -> usize {
+    let n = addrs.len().min(bufs.len()).min(MANY_READS);
+    let n = addrs[..n].iter().position(|&a| a < 4096).unwrap_or(n);
+    if n == 0 {
+        return 0;
+    }
+    let empty = libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    };
+    let mut local = [empty; MANY_READS];
+    let mut remote = [empty; MANY_READS];
+    for i in 0..n {
+        local[i] = libc::iovec {
+            iov_base: bufs[i].as_mut_ptr().cast(),
+            iov_len: N,
+        };
+        remote[i] = libc::iovec {
+            iov_base: addrs[i] as *mut libc::c_void,
+            iov_len: N,
+        };
+    }
+    // SAFETY: the first `n` local vectors are writable buffers of `N` bytes each, borrowed for the
+    // call; the kernel checks the remote ones and stops at one it cannot read instead of faulting.
+    let got = unsafe {
+        libc::process_vm_readv(
+            task as libc::pid_t,
+            local.as_ptr(),
+            n as libc::c_ulong,
+            remote.as_ptr(),
+            n as libc::c_ulong,
+            0,
+        )
+    };
+    if got <= 0 {
+        0
+    } else {
+        got as usize / N
+    }
+}
+
+/// The most buffers [`read_own_memory_many`] fills in one call.
+pub const MANY_READS: usize = 32;
+
 /// The page size.
 pub fn page_size() -> u64 {
     // SAFETY: sysconf has no preconditions.
