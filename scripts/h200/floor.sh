@@ -9,8 +9,9 @@
 # MODES picks others: thin-notorch, thin-nopy, thin-nocuda (thin without the torch layer, Python
 # frames or CUDA), thin-before (thin with the shim at BEFORE_LIB, an older build, for an A/B). Then, when a perf binary is carried in .perf/ (with its libraries), a profile of
 # each of PERF_MODES (bare off thin), by thread, object and symbol, to $OUT/perf_<mode>.txt;
-# PERF_DELAY (ms) starts each profile that late, past `import torch`, so that it holds the steps.
-#   OUT=/some/dir ROUNDS=4 STEPS=100 [MODES="..."] [PERF_MODES="..."] [PERF_DELAY=ms] bash scripts/h200/floor.sh
+# PERF_DELAY (ms) starts each profile that late, past `import torch`, so that it holds the steps;
+# PERF_CALLERS="sym ..." adds each symbol's callers (its call graphs, from the symbol out) to the profile.
+#   OUT=/some/dir ROUNDS=4 STEPS=100 [MODES="..."] [PERF_MODES="..."] [PERF_DELAY=ms] [PERF_CALLERS="..."] bash scripts/h200/floor.sh
 set -u
 . scripts/h200/env.sh
 ROUNDS=${ROUNDS:-4}
@@ -68,6 +69,11 @@ if [ -x .perf/perf ]; then
             flat --sort dso,sym | head -60
             echo "== the shim's own symbols"
             flat --sort sym --dsos libmemshim.so | head -40
+            for sym in ${PERF_CALLERS:-}; do
+                echo "== who calls $sym"
+                perf report -i "$w/perf_$mode.data" --no-children --stdio -S "$sym" -g graph,0.5,callee,function,percent 2>/dev/null |
+                    grep -v '^#' | grep . | head -60
+            done
         } >"$OUT/perf_$mode.txt" 2>&1
     done
     echo "== perf: $OUT/perf_<mode>.txt"
