@@ -23,7 +23,7 @@ pub(super) fn before(pid: i64, resource: i64, limit: *const libc::rlimit) {
     };
     // Read through the kernel: a bad pointer is the real call's EFAULT to report, not a crash.
     let mut bytes = [0u8; std::mem::size_of::<libc::rlimit>()];
-    if !sys::read_own_memory(guard::tid(), limit as usize, &mut bytes) {
+    if !sys::own_memory::read_own_memory(guard::tid(), limit as usize, &mut bytes) {
         return;
     }
     let mut soft = [0u8; 8];

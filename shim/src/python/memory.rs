@@ -51,7 +51,7 @@ pub struct Checked;
 impl Checked {
     /// Fills `buf` from `addr`; false unless every byte could be read.
     pub fn read_into(&self, addr: usize, buf: &mut [u8]) -> bool {
-        crate::sys::read_own_memory(crate::record::guard::tid(), addr, buf)
+        crate::sys::own_memory::read_own_memory(crate::record::guard::tid(), addr, buf)
     }
 }
 
@@ -171,7 +171,7 @@ pub struct Heads<'a> {
 /// line, file, name and line table) lies in its first 144 bytes, in every supported version.
 pub const HEAD: usize = 144;
 /// Most objects read at once; more go to the chunks.
-pub const MAX_HEADS: usize = crate::sys::MANY_READS;
+pub const MAX_HEADS: usize = crate::sys::own_memory::MANY_READS;
 
 impl<'a> Heads<'a> {
     /// Reads the heads of `objects` (each address once, at most [`MAX_HEADS`]).
@@ -198,7 +198,7 @@ impl<'a> Heads<'a> {
         let task = crate::record::guard::tid();
         let mut from = 0;
         while from < h.len {
-            let got = crate::sys::read_own_memory_many(
+            let got = crate::sys::own_memory::read_own_memory_many(
                 task,
                 &h.addrs[from..h.len],
                 &mut h.bytes[from..h.len],
@@ -210,12 +210,15 @@ impl<'a> Heads<'a> {
     }
 
     fn head(&self, i: usize, addr: usize) -> Option<[u8; 8]> {
-        let a = self.addrs[i];
-        if self.read & (1 << i) == 0 || addr < a || addr + 8 > a + HEAD {
+        if self.read & (1 << i) == 0 {
             return None;
         }
+        // An address near the top of the address space (garbage read from a frame being changed)
+        // must not wrap into the head.
+        let at = addr
+            .checked_sub(self.addrs[i])
+            .filter(|&at| at <= HEAD - 8)?;
         self.last.set(i);
-        let at = addr - a;
         let mut out = [0u8; 8];
         out.copy_from_slice(&self.bytes[i][at..at + 8]);
         Some(out)
@@ -287,6 +290,7 @@ mod tests {
         }
         assert_eq!(h.word(0x7fff_ffff_f000 - 8 + 0x1000), None);
         assert_eq!(h.word(8), None);
+        assert_eq!(h.word(usize::MAX - 3), None, "no wrap into a head");
     }
 
     #[test]

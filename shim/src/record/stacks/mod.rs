@@ -93,7 +93,8 @@ pub fn capture(out: &mut [u64], depth: usize, lend_python: bool, room: Option<us
     // frames are the driver's and CUPTI's, dropped like the shim's own.
     let driver_top = lend_python && crate::record::guard::from_driver();
     let ours = |ip: u64| (ip >= lo && ip < hi) || (driver_top && in_driver(ip));
-    // libunwind and reading Python frames (whose buffers take about 4 KiB) need the most stack.
+    // libunwind and reading Python frames (whose buffers take about 4 KiB, 20 KiB for frames lent
+    // by the main thread) need the most stack.
     let roomy = room.is_none_or(|r| r >= MIN_ROOM_FAST);
     let fast = if roomy {
         let above = if driver_top {
