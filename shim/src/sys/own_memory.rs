@@ -16,18 +16,12 @@ pub fn read_own_memory(task: u32, addr: usize, buf: &mut [u8]) -> bool {
     if addr < 4096 {
         return false;
     }
-    let local = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    let remote = libc::iovec {
-        iov_base: addr as *mut libc::c_void,
-        iov_len: buf.len(),
-    };
-    // SAFETY: `local` is a writable buffer of the length given; the kernel checks `remote` and
-    // fails with EFAULT instead of faulting when it is not mapped.
-    let n = unsafe { libc::process_vm_readv(task as libc::pid_t, &local, 1, &remote, 1, 0) };
-    n == buf.len() as isize
+    let len = buf.len();
+    readv(
+        task,
+        &[iovec(buf.as_mut_ptr(), len)],
+        &[iovec(addr as *mut u8, len)],
+    ) == len as isize
 }
 
 /// Fills each of `bufs` from the address beside it in `addrs`, in one `process_vm_readv` (as
@@ -41,43 +35,42 @@ pub fn read_own_memory_many<const N: usize>(
 ) -> usize {
     let n = addrs.len().min(bufs.len()).min(MANY_READS);
     let n = addrs[..n].iter().position(|&a| a < 4096).unwrap_or(n);
-    if n == 0 {
-        return 0;
-    }
-    let empty = libc::iovec {
-        iov_base: std::ptr::null_mut(),
-        iov_len: 0,
-    };
-    let mut local = [empty; MANY_READS];
-    let mut remote = [empty; MANY_READS];
+    let mut local = [iovec(std::ptr::null_mut(), 0); MANY_READS];
+    let mut remote = local;
     for i in 0..n {
-        local[i] = libc::iovec {
-            iov_base: bufs[i].as_mut_ptr().cast(),
-            iov_len: N,
-        };
-        remote[i] = libc::iovec {
-            iov_base: addrs[i] as *mut libc::c_void,
-            iov_len: N,
-        };
+        local[i] = iovec(bufs[i].as_mut_ptr(), N);
+        remote[i] = iovec(addrs[i] as *mut u8, N);
     }
-    // SAFETY: the first `n` local vectors are writable buffers of `N` bytes each, borrowed for the
-    // call; the kernel checks the remote ones and stops at one it cannot read instead of faulting.
-    let got = unsafe {
-        libc::process_vm_readv(
-            task as libc::pid_t,
-            local.as_ptr(),
-            n as libc::c_ulong,
-            remote.as_ptr(),
-            n as libc::c_ulong,
-            0,
-        )
-    };
-    if got <= 0 {
-        0
-    } else {
-        got as usize / N
-    }
+    readv(task, &local[..n], &remote[..n]).max(0) as usize / N
 }
 
 /// The most buffers [`read_own_memory_many`] fills in one call.
 pub const MANY_READS: usize = 32;
+
+fn iovec(base: *mut u8, len: usize) -> libc::iovec {
+    libc::iovec {
+        iov_base: base.cast(),
+        iov_len: len,
+    }
+}
+
+/// Bytes read into the `local` buffers (each writable, of its length, borrowed by the caller for
+/// the call) from the `remote` addresses; -1 when none could be read, or when there are none.
+fn readv(task: u32, local: &[libc::iovec], remote: &[libc::iovec]) -> isize {
+    if local.is_empty() {
+        return -1;
+    }
+    // SAFETY: every local vector is a writable buffer of its length that the caller borrows
+    // mutably for this call; the kernel checks the remote ones and fails with EFAULT (or stops at
+    // the first it cannot read) instead of faulting.
+    unsafe {
+        libc::process_vm_readv(
+            task as libc::pid_t,
+            local.as_ptr(),
+            local.len() as libc::c_ulong,
+            remote.as_ptr(),
+            remote.len() as libc::c_ulong,
+            0,
+        )
+    }
+}
