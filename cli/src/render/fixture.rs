@@ -70,6 +70,8 @@ pub(crate) fn heap(peak: u64) -> HeapSummary {
         temporary_allocations: 40,
         unknown_frees: 0,
         peak_sites: Vec::new(),
+        peak_sites_bytes: peak,
+        peak_sites_time_s: 0.5,
     }
 }
 

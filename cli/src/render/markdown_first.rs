@@ -67,9 +67,8 @@ pub fn peak(p: &Process, out: &mut dyn Write) -> io::Result<()> {
     }
     writeln!(
         out,
-        "| held at the heap's peak ({} at {:.3} s) | blocks | site |",
-        human_bytes(p.heap.peak_bytes),
-        p.heap.peak_time_s
+        "| {} | blocks | site |",
+        super::peak_sites_heading(&p.heap)
     )?;
     writeln!(out, "|---|---|---|")?;
     for s in p.heap.peak_sites.iter().take(PEAK_SITES_SHOWN) {

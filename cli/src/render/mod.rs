@@ -83,6 +83,25 @@ pub fn heap_line(h: &crate::report::model::HeapSummary) -> String {
     )
 }
 
+/// What the sites listed under the peak held, and when, as the text and Markdown reports head them:
+/// the heap's peak, or under thin sampling the sampled blocks' own peak when a reading of the
+/// counts was higher (the sites held at that reading are not known).
+pub fn peak_sites_heading(h: &crate::report::model::HeapSummary) -> String {
+    if h.peak_sites_elsewhere() {
+        format!(
+            "sampled blocks at their own peak ({} at {:.3} s)",
+            human_bytes(h.peak_sites_bytes),
+            h.peak_sites_time_s
+        )
+    } else {
+        format!(
+            "held at the heap's peak ({} at {:.3} s)",
+            human_bytes(h.peak_bytes),
+            h.peak_time_s
+        )
+    }
+}
+
 pub fn gpu_line(g: &crate::report::model::GpuOut) -> String {
     let process = g
         .peak_process_bytes

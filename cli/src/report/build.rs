@@ -66,6 +66,11 @@ fn process(t: &Replayed, ceilings: &[Ceilings], flame: bool) -> Process {
     let growth = super::growth::section(t, &mut sym);
     let torch = super::torch::section(t, &mut sym);
     let transfers = super::transfers::section(t, &mut sym, ceilings);
+    let peak_time_s = if t.heap.peak_bytes > 0 {
+        ns_to_s(t.heap.peak_t)
+    } else {
+        0.0
+    };
     let mut heap = HeapSummary {
         totals_from: super::counted::FROM_EVENTS,
         totals_note: None,
@@ -73,11 +78,7 @@ fn process(t: &Replayed, ceilings: &[Ceilings], flame: bool) -> Process {
         frees: t.heap.frees,
         allocated_bytes: t.heap.allocated_bytes,
         peak_bytes: t.heap.peak_bytes,
-        peak_time_s: if t.heap.peak_bytes > 0 {
-            ns_to_s(t.heap.peak_t)
-        } else {
-            0.0
-        },
+        peak_time_s,
         live_bytes: t.heap.live_bytes,
         live_count: t.heap.live_count(),
         temporary_allocations: t.heap.temporary,
@@ -91,6 +92,8 @@ fn process(t: &Replayed, ceilings: &[Ceilings], flame: bool) -> Process {
             sites.iter_mut().for_each(|s| s.estimated = None);
             sites
         },
+        peak_sites_bytes: t.heap.peak_bytes,
+        peak_sites_time_s: peak_time_s,
     };
     if let Some(c) = &t.heap_totals {
         super::counted::apply(c, ns_to_s, &mut heap, &mut host);

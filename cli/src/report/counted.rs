@@ -118,26 +118,29 @@ mod tests {
                 freed_usable: 4_197_688,
             },
         );
-        let mut heap = crate::render::fixture::heap(0);
-        heap.peak_bytes = 4_194_336;
-        heap.peak_time_s = 2e-6;
-        apply(
-            &c,
-            |ns| ns as f64 / 1e9,
-            &mut heap,
-            &mut LeakClass::default(),
-        );
+        let sampled_peak = |bytes: u64, t: f64| {
+            let mut heap = crate::render::fixture::heap(bytes);
+            (heap.peak_time_s, heap.peak_sites_time_s) = (t, t);
+            heap
+        };
+        let thin = |heap: &mut HeapSummary| {
+            apply(&c, |ns| ns as f64 / 1e9, heap, &mut LeakClass::default());
+        };
+        let mut heap = sampled_peak(4_194_336, 2e-6);
+        thin(&mut heap);
         assert_eq!((heap.peak_bytes, heap.peak_time_s), (4_194_336, 2e-6));
         assert_eq!(heap.live_bytes, 13_312);
-        // A reading higher than the sampled blocks ever were is the peak.
-        let mut heap = crate::render::fixture::heap(0);
-        heap.peak_bytes = 9_000;
-        apply(
-            &c,
-            |ns| ns as f64 / 1e9,
-            &mut heap,
-            &mut LeakClass::default(),
-        );
+        assert!(!heap.peak_sites_elsewhere());
+        // A reading higher than the sampled blocks ever were is the peak; the sites listed under it
+        // stay those of the sampled blocks' own peak, and say so.
+        let mut heap = sampled_peak(9_000, 2e-6);
+        thin(&mut heap);
         assert_eq!((heap.peak_bytes, heap.peak_time_s), (13_312, 3e-6));
+        assert!(heap.peak_sites_elsewhere());
+        let heading = crate::render::peak_sites_heading(&heap);
+        assert!(
+            heading == "sampled blocks at their own peak (8.8 KiB at 0.000 s)",
+            "{heading}"
+        );
     }
 }

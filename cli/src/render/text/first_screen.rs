@@ -81,12 +81,7 @@ pub fn peak(p: &Process, out: &mut dyn Write) -> io::Result<()> {
     if sites.is_empty() {
         return Ok(());
     }
-    writeln!(
-        out,
-        "  held at the heap's peak ({} at {:.3} s):",
-        human_bytes(p.heap.peak_bytes),
-        p.heap.peak_time_s
-    )?;
+    writeln!(out, "  {}:", super::super::peak_sites_heading(&p.heap))?;
     for s in sites.iter().take(PEAK_SITES_SHOWN) {
         writeln!(
             out,

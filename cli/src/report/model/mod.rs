@@ -230,6 +230,18 @@ pub struct HeapSummary {
     /// The sites that held the most when the peak was reached (`bytes`/`count`: what they held
     /// then), at most [`PEAK_SITES`], largest first: the flame graph at the peak.
     pub peak_sites: Vec<Site>,
+    /// The moment `peak_sites` are of: the peak itself, except under thin sampling when a reading
+    /// of the counts was higher than the sampled blocks ever were (the sites are then the sampled
+    /// blocks' own peak, when they held `peak_sites_bytes`).
+    pub peak_sites_bytes: u64,
+    pub peak_sites_time_s: f64,
+}
+
+impl HeapSummary {
+    /// True when `peak_sites` are of another moment than the peak (see `peak_sites_time_s`).
+    pub fn peak_sites_elsewhere(&self) -> bool {
+        self.peak_sites_bytes != self.peak_bytes || self.peak_sites_time_s != self.peak_time_s
+    }
 }
 
 /// Sites kept for the peak's picture.
