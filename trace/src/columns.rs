@@ -24,12 +24,10 @@
 //! Numbers are LEB128 varints. Addresses and sizes are split into bytes because their low bytes
 //! are nearly random and their high bytes nearly constant: apart, the compressor codes each with
 //! the bits it needs (an address took 2.7 bytes where its varint took 3.1). The delta coder's
-//! running values pass through the events in their order, rows and columns alike, so [`to_rows`]
-//! gives back exactly the rows a version 9 writer would have written: the reader decodes those as
-//! before.
-use crate::hot;
-use crate::record::FreeBack;
-use crate::record::{Alloc, AllocFn};
+//! running values pass through the events in their order, rows and columns alike, so
+//! [`ColumnEvents`] gives back exactly the stored events a version 9 writer's rows hold: the reader
+//! resolves those as before.
+use crate::record::{Alloc, AllocFn, Free, FreeBack, Record};
 
 const KINDS: usize = 0;
 const DT: usize = 1;
@@ -62,8 +60,9 @@ const FREE_BACK: u8 = 11;
 const OTHER_KIND: u8 = 13;
 
 /// The most events a frame of columns holds: a heap event's row takes at most 31 bytes, so the
-/// rows a reader rebuilds stay within [`MAX_FRAME_LEN`](crate::MAX_FRAME_LEN) with the other
-/// records' rows (at most half of it, see `TraceWriter`).
+/// rows that readers of format 10 before [`ColumnEvents`] rebuild stay within
+/// [`MAX_FRAME_LEN`](crate::MAX_FRAME_LEN) with the other records' rows (at most half of it, see
+/// `TraceWriter`).
 pub const MAX_EVENTS: u64 = 1 << 19;
 
 /// A frame's events being gathered in columns.
@@ -149,100 +148,149 @@ impl Columns {
     }
 }
 
-/// Appends to `rows` the version 9 rows of the events of a columns `payload`; an error says what is
-/// wrong with it. `rows` grows by at most `limit` bytes.
-pub fn to_rows(payload: &[u8], rows: &mut Vec<u8>, limit: usize) -> Result<(), String> {
-    let mut head = Cursor(payload);
-    let events = head.u64().ok_or("its column counts are cut short")?;
-    let mut lens = [0usize; STREAMS];
-    for len in &mut lens {
-        *len = head
-            .u64()
-            .and_then(|n| usize::try_from(n).ok())
-            .ok_or("its column lengths are cut short")?;
-    }
-    let mut rest = head.0;
-    let mut s: [Cursor; STREAMS] = Default::default();
-    for (cursor, &len) in s.iter_mut().zip(&lens) {
-        if len > rest.len() {
-            return Err("a column is longer than the frame".into());
+/// What one event of a columns payload is stored as.
+#[derive(Debug, PartialEq)]
+pub enum Stored<'p> {
+    /// A heap event: the time and thread differences and the record, its address as the delta
+    /// coder's difference: what [`hot::decode`] gives for its version 9 row.
+    Heap(i64, i64, Record),
+    /// Any other record: its version 9 row.
+    Other(&'p [u8]),
+}
+
+/// Reads a columns payload event by event, straight from its columns: the reader's path, which
+/// never rebuilds the rows (writing each heap event as a row only to decode it again had been a
+/// quarter of a heap report's decoding). Holds positions, not the payload, so that the frame that
+/// owns the payload can hold it too; every call must be given the same payload.
+#[derive(Debug)]
+pub struct ColumnEvents {
+    at: [usize; STREAMS],
+    end: [usize; STREAMS],
+}
+
+impl ColumnEvents {
+    /// Checks a payload's counts and column lengths; an error says what is wrong with them.
+    pub fn open(payload: &[u8]) -> Result<Self, String> {
+        let mut head = Cursor(payload);
+        let events = head.u64().ok_or("its column counts are cut short")?;
+        let mut lens = [0usize; STREAMS];
+        for len in &mut lens {
+            *len = head
+                .u64()
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or("its column lengths are cut short")?;
         }
-        let (this, after) = rest.split_at(len);
-        *cursor = Cursor(this);
-        rest = after;
+        let mut at = [0usize; STREAMS];
+        let mut end = [0usize; STREAMS];
+        let mut pos = payload.len() - head.0.len();
+        for i in 0..STREAMS {
+            if lens[i] > payload.len() - pos {
+                return Err("a column is longer than the frame".into());
+            }
+            at[i] = pos;
+            pos += lens[i];
+            end[i] = pos;
+        }
+        if pos != payload.len() || lens[KINDS] as u64 != events {
+            return Err("its columns do not add up to the frame".into());
+        }
+        Ok(ColumnEvents { at, end })
     }
-    if !rest.is_empty() || lens[KINDS] as u64 != events {
-        return Err("its columns do not add up to the frame".into());
-    }
-    let cut = || "a column ends before its events do".to_string();
-    let end = rows.len().saturating_add(limit);
-    for &byte in s[KINDS].0 {
-        let kind = byte & 15;
-        let heap = kind < OTHER_KIND;
-        let (dt, dtid) = if heap {
-            let dt = s[DT].u64().ok_or_else(cut)?;
-            let dtid = s[DTID].u64().ok_or_else(cut)?;
-            (unzig(dt), unzig(dtid))
-        } else {
-            (0, 0)
+
+    /// The next event and the bytes of columns it took, or `None` after the last (once every
+    /// column is found used up: one that holds more than its events is an error).
+    #[inline]
+    pub fn next<'p>(&mut self, p: &'p [u8]) -> Result<Option<(Stored<'p>, usize)>, String> {
+        let before: usize = self.at.iter().sum();
+        let Some(byte) = self.byte(p, KINDS) else {
+            if (1..STREAMS).any(|i| self.at[i] != self.end[i]) {
+                return Err("a column holds more than its events".into());
+            }
+            return Ok(None);
         };
-        if byte >> 4 != 0 && kind > 10 {
+        let stored = self.event(p, byte)?;
+        let after: usize = self.at.iter().sum();
+        Ok(Some((stored, after - before)))
+    }
+
+    fn event<'p>(&mut self, p: &'p [u8], byte: u8) -> Result<Stored<'p>, String> {
+        let cut = || "a column ends before its events do".to_string();
+        let kind = byte & 15;
+        if kind == OTHER_KIND && byte >> 4 == 0 {
+            let len = self
+                .varint(p, OTHER_LEN)
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(cut)?;
+            let row = self.take(p, OTHER, len).ok_or_else(cut)?;
+            return Ok(Stored::Other(row));
+        }
+        if kind > OTHER_KIND || (byte >> 4 != 0 && kind > 10) {
             return Err(format!("an event has the unknown kind {byte}"));
         }
-        // The address difference of an allocation or a free by address.
-        let mut addr = || -> Option<u64> {
-            let high = u64::from(s[ADDR0].byte()?)
-                | u64::from(s[ADDR1].byte()?) << 8
-                | s[ADDR_REST].u64()?.checked_mul(1 << 16)?;
-            let d = unzig(high).checked_mul(16)? | i64::from(byte >> 4);
-            Some(zig(d))
-        };
-        match kind {
+        let dt = unzig(self.varint(p, DT).ok_or_else(cut)?);
+        let dtid = unzig(self.varint(p, DTID).ok_or_else(cut)?);
+        let record = match kind {
             0..=8 => {
-                let addr = addr().ok_or_else(cut)?;
-                let size0 = s[SIZE0].byte().ok_or_else(cut)?;
-                let size_rest = s[SIZE_REST].u64().ok_or_else(cut)?;
-                let a = Alloc {
+                let addr = self.addr(p, byte).ok_or_else(cut)?;
+                let size0 = self.byte(p, SIZE0).ok_or_else(cut)?;
+                let size_rest = self.varint(p, SIZE_REST).ok_or_else(cut)?;
+                Record::Alloc(Alloc {
                     func: ALLOC_FNS[usize::from(kind)],
-                    addr: 0,
+                    addr,
                     size: size_rest.checked_mul(256).ok_or("a size is out of range")?
                         | u64::from(size0),
-                    stack: s[STACK]
-                        .u64()
+                    stack: self
+                        .varint(p, STACK)
                         .and_then(|v| u32::try_from(v).ok())
                         .ok_or("a stack id is out of range")?,
-                };
-                hot::encode_alloc(rows, dt, dtid, &a, addr);
+                })
             }
-            9 | 10 => {
-                let addr = addr().ok_or_else(cut)?;
-                hot::encode_free(rows, dt, dtid, addr, kind == 10);
-            }
-            11 | 12 => {
-                let f = FreeBack {
-                    back: s[BACK].u64().ok_or_else(cut)?,
-                    realloc: kind == 12,
-                };
-                hot::encode_free_back(rows, dt, dtid, &f);
-            }
-            OTHER_KIND => {
-                let len = s[OTHER_LEN]
-                    .u64()
-                    .and_then(|n| usize::try_from(n).ok())
-                    .ok_or_else(cut)?;
-                let row = s[OTHER].take(len).ok_or_else(cut)?;
-                rows.extend_from_slice(row);
-            }
-            _ => return Err(format!("an event has the unknown kind {byte}")),
-        }
-        if rows.len() > end {
-            return Err("its events take more room than a frame may".into());
-        }
+            9 | 10 => Record::Free(Free {
+                addr: self.addr(p, byte).ok_or_else(cut)?,
+                realloc: kind == 10,
+            }),
+            _ => Record::FreeBack(FreeBack {
+                back: self.varint(p, BACK).ok_or_else(cut)?,
+                realloc: kind == 12,
+            }),
+        };
+        Ok(Stored::Heap(dt, dtid, record))
     }
-    if s.iter().skip(1).any(|c| !c.0.is_empty()) {
-        return Err("a column holds more than its events".into());
+
+    /// The address difference of an allocation or a free by address, as the rows store it.
+    #[inline]
+    fn addr(&mut self, p: &[u8], kind_byte: u8) -> Option<u64> {
+        let high = u64::from(self.byte(p, ADDR0)?)
+            | u64::from(self.byte(p, ADDR1)?) << 8
+            | self.varint(p, ADDR_REST)?.checked_mul(1 << 16)?;
+        let d = unzig(high).checked_mul(16)? | i64::from(kind_byte >> 4);
+        Some(zig(d))
     }
-    Ok(())
+
+    #[inline]
+    fn byte(&mut self, p: &[u8], column: usize) -> Option<u8> {
+        let at = self.at[column];
+        if at >= self.end[column] {
+            return None;
+        }
+        self.at[column] = at + 1;
+        p.get(at).copied()
+    }
+
+    #[inline]
+    fn varint(&mut self, p: &[u8], column: usize) -> Option<u64> {
+        let mut c = Cursor(p.get(self.at[column]..self.end[column])?);
+        let v = c.u64()?;
+        self.at[column] = self.end[column] - c.0.len();
+        Some(v)
+    }
+
+    fn take<'p>(&mut self, p: &'p [u8], column: usize, n: usize) -> Option<&'p [u8]> {
+        let at = self.at[column];
+        let row = p.get(at..self.end[column])?.get(..n)?;
+        self.at[column] = at + n;
+        Some(row)
+    }
 }
 
 /// LEB128.
@@ -283,21 +331,6 @@ impl<'a> Cursor<'a> {
             }
         }
         None
-    }
-
-    fn byte(&mut self) -> Option<u8> {
-        let (&b, rest) = self.0.split_first()?;
-        self.0 = rest;
-        Some(b)
-    }
-
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        if n > self.0.len() {
-            return None;
-        }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Some(head)
     }
 }
 

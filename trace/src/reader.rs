@@ -12,6 +12,7 @@ use std::io::{self, Read};
 
 use bincode::Options;
 
+use crate::columns::{ColumnEvents, Stored};
 use crate::delta::Deltas;
 use crate::error::Error;
 use crate::frame::{
@@ -70,6 +71,8 @@ struct Frame {
     t: u64,
     /// The address the deltas refer to is unknown (an unresolved free by distance set it).
     addr_lost: bool,
+    /// Where its columns are read (a frame in columns, version 10): `raw` is then their payload.
+    columns: Option<ColumnEvents>,
 }
 
 /// Where a trace's frames end, for a writer that appends to it (see
@@ -264,16 +267,22 @@ impl<R: Read> TraceReader<R> {
 
     /// Decodes the next event of the current frame; `None` when the frame is used up.
     fn decode_next(&mut self) -> Result<Option<Event>, Error> {
-        let f = &mut self.frame;
-        while f.pos < f.raw.len() {
-            let start = f.start;
+        loop {
+            let start = self.frame.start;
             let corrupt = |why: String| Error::CorruptFrame { offset: start, why };
-            let mut cursor: &[u8] = &f.raw[f.pos..];
-            let before = cursor.len();
-            let options = codec((cursor.len() as u64).min(MAX_RECORD_BYTES));
-            let bad = |e: bincode::Error| corrupt(format!("an event does not decode: {e}"));
             let ev = if self.version == 1 {
-                let WireV1(dt, tid, record) = options.deserialize_from(&mut cursor).map_err(bad)?;
+                let f = &mut self.frame;
+                if f.pos >= f.raw.len() {
+                    return Ok(None);
+                }
+                let mut cursor: &[u8] = &f.raw[f.pos..];
+                let before = cursor.len();
+                let options = codec((cursor.len() as u64).min(MAX_RECORD_BYTES));
+                let WireV1(dt, tid, record) = options
+                    .deserialize_from(&mut cursor)
+                    .map_err(|e| corrupt(format!("an event does not decode: {e}")))?;
+                self.last_event_bytes = before - cursor.len();
+                f.pos += self.last_event_bytes;
                 f.t = f.t.wrapping_add(dt as u64);
                 Some(Event {
                     t: f.t,
@@ -281,37 +290,10 @@ impl<R: Read> TraceReader<R> {
                     record,
                 })
             } else {
-                let (dt, dtid, record) = match crate::hot::decode(&mut cursor) {
-                    Some(hot) => hot,
-                    None => {
-                        let WireOwned(dt, dtid, record) =
-                            options.deserialize_from(&mut cursor).map_err(bad)?;
-                        (dt, dtid, record)
-                    }
+                let Some((dt, dtid, record)) = self.next_stored().map_err(corrupt)? else {
+                    return Ok(None);
                 };
-                let mut ev = f.deltas.decode(dt, dtid, record);
-                if f.addr_lost && crate::delta::addr_of(&mut ev.record).is_some() {
-                    if matches!(ev.record, Record::Alloc(_)) {
-                        self.frees.unknown_alloc();
-                    }
-                    self.unresolved_events += 1;
-                    None
-                } else {
-                    match self.frees.decode(ev.record).map_err(corrupt)? {
-                        Some((record, freed)) => {
-                            if let Some(addr) = freed {
-                                f.deltas.set_addr(addr);
-                                f.addr_lost = false;
-                            }
-                            Some(Event { record, ..ev })
-                        }
-                        None => {
-                            f.addr_lost = true;
-                            self.unresolved_events += 1;
-                            None
-                        }
-                    }
-                }
+                self.resolve(dt, dtid, record).map_err(corrupt)?
             };
             if let Some(e) = ev
                 .as_ref()
@@ -324,13 +306,84 @@ impl<R: Read> TraceReader<R> {
                     self.version
                 )));
             }
-            self.last_event_bytes = before - cursor.len();
-            f.pos += self.last_event_bytes;
             if ev.is_some() {
                 return Ok(ev);
             }
         }
-        Ok(None)
+    }
+
+    /// The next event of the current frame as stored (version 2 on), from its columns or its rows;
+    /// sets [`TraceReader::last_event_bytes`].
+    #[inline]
+    fn next_stored(&mut self) -> Result<Option<(i64, i64, Record)>, String> {
+        let f = &mut self.frame;
+        let row: &[u8] = match f.columns.as_mut() {
+            Some(columns) => match columns
+                .next(&f.raw)
+                .map_err(|why| format!("its columns do not decode: {why}"))?
+            {
+                None => return Ok(None),
+                Some((Stored::Heap(dt, dtid, record), bytes)) => {
+                    self.last_event_bytes = bytes;
+                    return Ok(Some((dt, dtid, record)));
+                }
+                Some((Stored::Other(row), bytes)) => {
+                    self.last_event_bytes = bytes;
+                    row
+                }
+            },
+            None if f.pos < f.raw.len() => &f.raw[f.pos..],
+            None => return Ok(None),
+        };
+        let mut cursor = row;
+        let stored = match crate::hot::decode(&mut cursor) {
+            Some(hot) => hot,
+            None => {
+                let options = codec((cursor.len() as u64).min(MAX_RECORD_BYTES));
+                let WireOwned(dt, dtid, record) = options
+                    .deserialize_from(&mut cursor)
+                    .map_err(|e| format!("an event does not decode: {e}"))?;
+                (dt, dtid, record)
+            }
+        };
+        if f.columns.is_some() {
+            if !cursor.is_empty() {
+                return Err("its columns do not decode: a record is shorter than its row".into());
+            }
+        } else {
+            self.last_event_bytes = row.len() - cursor.len();
+            f.pos += self.last_event_bytes;
+        }
+        Ok(Some(stored))
+    }
+
+    /// The event a stored one stands for: its time, thread and address from the deltas, a free by
+    /// distance turned back into its free; `None` for an event whose address is unknown.
+    #[inline]
+    fn resolve(&mut self, dt: i64, dtid: i64, record: Record) -> Result<Option<Event>, String> {
+        let f = &mut self.frame;
+        let mut ev = f.deltas.decode(dt, dtid, record);
+        if f.addr_lost && crate::delta::addr_of(&mut ev.record).is_some() {
+            if matches!(ev.record, Record::Alloc(_)) {
+                self.frees.unknown_alloc();
+            }
+            self.unresolved_events += 1;
+            return Ok(None);
+        }
+        match self.frees.decode(ev.record)? {
+            Some((record, freed)) => {
+                if let Some(addr) = freed {
+                    f.deltas.set_addr(addr);
+                    f.addr_lost = false;
+                }
+                Ok(Some(Event { record, ..ev }))
+            }
+            None => {
+                f.addr_lost = true;
+                self.unresolved_events += 1;
+                Ok(None)
+            }
+        }
     }
 
     /// Reads one frame and makes it the current one; false at the end of the stream.
@@ -384,6 +437,7 @@ impl<R: Read> TraceReader<R> {
         self.frames += 1;
         self.frame.raw.clear();
         self.frame.pos = 0;
+        self.frame.columns = None;
         if with_seq {
             let seq = FrameSeq::decode(&seq_bytes);
             if seq.seq < self.next_seq {
@@ -421,14 +475,12 @@ impl<R: Read> TraceReader<R> {
             std::mem::swap(&mut self.frame.raw, &mut self.stored);
         }
         if fh.flags & FLAG_COLUMNS != 0 {
-            // Read back as the rows a version 9 frame holds (see `columns`).
-            self.stored.clear();
-            let rows =
-                crate::columns::to_rows(&self.frame.raw, &mut self.stored, MAX_FRAME_LEN as usize);
-            std::mem::swap(&mut self.frame.raw, &mut self.stored);
-            if let Err(why) = rows {
-                self.frame.raw.clear();
-                return Err(corrupt(format!("its columns do not decode: {why}")));
+            match ColumnEvents::open(&self.frame.raw) {
+                Ok(columns) => self.frame.columns = Some(columns),
+                Err(why) => {
+                    self.frame.raw.clear();
+                    return Err(corrupt(format!("its columns do not decode: {why}")));
+                }
             }
         }
         self.frame.start = start;

@@ -191,7 +191,8 @@ fn a_compressed_frame_of_millions_of_tiny_events_is_decoded_one_at_a_time() {
     assert!(bytes.len() < 20_000, "{} bytes", bytes.len());
     let mut r = TraceReader::new(&bytes[..]).unwrap();
     assert_eq!(r.next_event().unwrap(), Some(tiny.clone()));
-    assert_eq!(r.last_event_bytes(), 4);
+    // Its row of four bytes, with its kind and the row's length in their columns.
+    assert_eq!(r.last_event_bytes(), 6);
     let mut n = 1;
     while r.next_event().unwrap().is_some() {
         n += 1;
