@@ -5,7 +5,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::addr_map::AddrMap;
 use super::live_blocks::{Block, LiveBlocks};
-use super::SiteStats;
+use super::{AtPeak, SiteStats};
 
 /// The heap analysis state.
 #[derive(Default, Debug)]
@@ -19,10 +19,8 @@ pub struct Heap {
     last_alloc: HashMap<u32, u64>,
     /// The block each thread's last realloc freed, with its identity, until the thread allocates.
     realloc_freed: HashMap<u32, (u64, Block, Option<u64>)>,
-    /// Live (bytes, blocks) per site when the peak was reached, kept up to date by copying only the
-    /// sites that changed since the last peak.
-    at_peak: HashMap<u32, (u64, u64)>,
-    changed: rustc_hash::FxHashSet<u32>,
+    /// New peaks so far: what each site's [`AtPeak`] is of.
+    peaks: u64,
     /// Allocations seen.
     pub allocations: u64,
     /// Frees of blocks seen allocated.
@@ -65,6 +63,7 @@ impl Heap {
             self.take_identity(addr);
         }
         let site = self.sites.entry(stack).or_default();
+        note_peak(site, self.peaks);
         site.est_live_bytes += block.weight * size as f64;
         site.est_live_count += block.weight;
         site.allocations += 1;
@@ -78,11 +77,10 @@ impl Heap {
         self.allocations += 1;
         self.allocated_bytes += size;
         self.live_bytes += size;
-        self.changed.insert(stack);
         if self.live_bytes > self.peak_bytes {
             self.peak_bytes = self.live_bytes;
             self.peak_t = t;
-            self.snapshot_peak();
+            self.peaks += 1;
         }
         self.series.push(t, self.live_bytes);
         self.last_alloc.insert(tid, addr);
@@ -127,37 +125,13 @@ impl Heap {
                     }
                 }
                 let site = self.sites.entry(block.stack).or_default();
+                note_peak(site, self.peaks);
                 site.live_count += 1;
                 site.live_bytes += block.size;
                 site.est_live_bytes += block.weight * block.size as f64;
                 site.est_live_count += block.weight;
                 self.live_bytes += block.size;
-                self.changed.insert(block.stack);
             }
-        }
-    }
-
-    /// Brings the per-site picture at the peak up to date: only sites that changed since the last
-    /// peak can differ from it.
-    fn snapshot_peak(&mut self) {
-        let drained = self.changed.len();
-        for stack in self.changed.drain() {
-            match self.sites.get(&stack) {
-                Some(s) if s.live_count > 0 => {
-                    self.at_peak.insert(stack, (s.live_bytes, s.live_count));
-                }
-                _ => {
-                    self.at_peak.remove(&stack);
-                }
-            }
-        }
-        // Draining a hash set walks, and then clears, its whole capacity, however few entries it
-        // holds: once a burst of new sites (a PyTorch import's million stacks) grew it, every later
-        // new peak, one per allocation while the heap climbs, paid for that burst again (half the
-        // replay of a PyTorch job). Kept near what the last drain held, each slot is walked about
-        // once per insertion.
-        if self.changed.capacity() > 4 * drained.max(64) {
-            self.changed.shrink_to(drained.max(64));
         }
     }
 
@@ -195,26 +169,31 @@ impl Heap {
     /// The sites holding memory when the peak was reached, with what they held then (live bytes and
     /// blocks) and their totals over the run.
     pub fn peak_sites(&self) -> HashMap<u32, SiteStats> {
-        self.at_peak
+        self.sites
             .iter()
-            .map(|(&stack, &(bytes, count))| {
-                let total = self.sites.get(&stack);
+            .filter_map(|(&stack, total)| {
+                let (bytes, count) = if total.at_peak.peak == self.peaks {
+                    (total.at_peak.bytes, total.at_peak.count)
+                } else {
+                    // Unchanged since the peak.
+                    (total.live_bytes, total.live_count)
+                };
                 let s = SiteStats {
-                    allocations: total.map_or(0, |t| t.allocations),
-                    allocated_bytes: total.map_or(0, |t| t.allocated_bytes),
+                    allocations: total.allocations,
+                    allocated_bytes: total.allocated_bytes,
                     live_count: count,
                     live_bytes: bytes,
                     ..SiteStats::default()
                 };
-                (stack, s)
+                (count > 0).then_some((stack, s))
             })
             .collect()
     }
 
     fn release(&mut self, block: Block, t: u64) {
         self.live_bytes -= block.size;
-        self.changed.insert(block.stack);
         if let Some(site) = self.sites.get_mut(&block.stack) {
+            note_peak(site, self.peaks);
             site.live_count -= 1;
             site.live_bytes -= block.size;
             site.est_live_bytes -= block.weight * block.size as f64;
@@ -284,6 +263,19 @@ impl Heap {
     /// Per-site statistics.
     pub fn sites(&self) -> &HashMap<u32, SiteStats> {
         &self.sites
+    }
+}
+
+/// Before a site's live numbers change: the first change after a new peak keeps what it held at
+/// that peak (see [`AtPeak`]).
+#[inline]
+fn note_peak(site: &mut SiteStats, peaks: u64) {
+    if site.at_peak.peak != peaks {
+        site.at_peak = AtPeak {
+            bytes: site.live_bytes,
+            count: site.live_count,
+            peak: peaks,
+        };
     }
 }
 
@@ -366,5 +358,21 @@ mod tests {
         assert_eq!(peak.get(&3).map(|s| s.live_bytes), Some(1200));
         assert_eq!(peak.get(&1).map(|s| s.live_bytes), Some(50));
         assert!(!peak.contains_key(&2), "freed before the new peak");
+        // Changes after the peak, to sites that last changed before it and at it, leave it as it was.
+        free(&mut h, 1, 0x30, false);
+        free(&mut h, 1, 0x50, false);
+        alloc(&mut h, 9, 1, 0x60, 10, 4);
+        let again = h.peak_sites();
+        assert_eq!(again, peak);
+        // A third peak, with a site that changed twice since the second.
+        alloc(&mut h, 10, 1, 0x70, 2000, 4);
+        let third = h.peak_sites();
+        assert_eq!(h.peak_bytes, 2210);
+        assert_eq!(
+            third.get(&4).map(|s| (s.live_bytes, s.live_count)),
+            Some((2010, 2))
+        );
+        assert_eq!(third.get(&3).map(|s| s.live_bytes), Some(200));
+        assert!(!third.contains_key(&1));
     }
 }

@@ -43,6 +43,21 @@ pub struct SiteStats {
     /// When its live bytes first fell below half of its highest since that high (none while it
     /// still holds half or more): growth given back.
     pub released_t: Option<u64>,
+    /// The heap analysis's own note of what this site held at the heap's peak (see
+    /// `heap::Heap::peak_sites`); nothing else reads or merges it.
+    pub(crate) at_peak: AtPeak,
+}
+
+/// What a site held when the heap last set its peak, kept lazily: written when the site changes
+/// for the first time after a new peak (until then its live numbers are those it had at the peak),
+/// so a new peak costs nothing, where copying the sites that changed since the last one had been
+/// four hash-table operations an allocation while the heap climbed.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct AtPeak {
+    pub(crate) bytes: u64,
+    pub(crate) count: u64,
+    /// The peak these numbers are of (`Heap`'s count of peaks).
+    pub(crate) peak: u64,
 }
 
 impl SiteStats {
