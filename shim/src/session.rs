@@ -343,6 +343,7 @@ pub fn after_failed_exec(closed: bool) {
 /// Runs in the child after fork: the parent's channel and threads are not ours; start afresh lazily.
 extern "C" fn after_fork_in_child() {
     crate::record::guard::reset_tid();
+    crate::sys::owned_fds::after_fork_in_child();
     crate::sys::threads::after_fork_in_child();
     crate::record::sampling::thin_totals::after_fork_in_child();
     on_demand::after_fork_in_child();

@@ -89,6 +89,12 @@ pub fn backtrace(buf: &mut [u64]) -> Option<usize> {
     Some(n.max(0) as usize)
 }
 
+/// True once libunwind was loaded and then given up because the program released its pipe: stacks
+/// come from libgcc's unwinder from then on, several times slower on deep stacks.
+pub fn lost() -> bool {
+    UNW_BACKTRACE.load(Ordering::Acquire) != 0 && !owned_fds::unwinder_intact()
+}
+
 /// libgcc's unwinder (`_Unwind_Backtrace`, through the `backtrace` crate): calls `frame` with each
 /// return address, innermost first, while it returns true.
 #[inline(always)]

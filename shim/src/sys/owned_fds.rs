@@ -33,6 +33,11 @@ static FDS: [AtomicI32; SLOTS] = [const { AtomicI32::new(-1) }; SLOTS];
 static OWNERS: [AtomicU8; SLOTS] = [const { AtomicU8::new(0) }; SLOTS];
 /// Set once any descriptor is claimed: until then `released` is one load.
 static ANY: AtomicBool = AtomicBool::new(false);
+/// The process whose descriptor table the slots describe. A vfork child (Python's `subprocess`,
+/// glibc's `posix_spawn`) shares the parent's memory but has its own copy of the table: its
+/// `close_range` before `exec` releases nothing of the parent's, and taking it for a release had
+/// cost every later stack of a PyTorch process libunwind (`import torch` runs `ldconfig -p`).
+static TABLE_PID: AtomicU32 = AtomicU32::new(0);
 /// Set once a descriptor of the unwinder's was released.
 static UNWINDER_LOST: AtomicBool = AtomicBool::new(false);
 /// When the program last released a descriptor the shim kept (monotonic ns, 0: never).
@@ -59,6 +64,7 @@ pub fn claim(fd: i32, owner: Owner) -> bool {
             .is_ok()
         {
             OWNERS[i].store(owner as u8, Ordering::Release);
+            TABLE_PID.store(crate::sys::getpid(), Ordering::Release);
             ANY.store(true, Ordering::Release);
             return true;
         }
@@ -171,12 +177,27 @@ fn wait_for_uses(slots: u32) {
     }
 }
 
+/// In a fork child: the slots describe its copy of the parent's table (a vfork child runs no fork
+/// handler, and keeps the parent's number).
+pub fn after_fork_in_child() {
+    TABLE_PID.store(crate::sys::getpid(), Ordering::Release);
+}
+
 #[cold]
 fn released_slow(lo: i32, hi: i32) {
+    let kept = |fd: i32| fd >= 0 && fd >= lo && fd <= hi;
+    if !FDS.iter().any(|f| kept(f.load(Ordering::SeqCst))) {
+        return;
+    }
+    // Asked only when the range holds one of the shim's descriptors: `close` stays free of
+    // system calls of the shim's.
+    if TABLE_PID.load(Ordering::Acquire) != crate::sys::getpid() {
+        return;
+    }
     let mut hit = 0u32;
     for (i, (f, o)) in FDS.iter().zip(OWNERS.iter()).enumerate() {
         let fd = f.load(Ordering::SeqCst);
-        if fd >= 0 && fd >= lo && fd <= hi {
+        if kept(fd) {
             if hit == 0 {
                 LAST_RELEASE.store(crate::sys::clock::monotonic_ns().max(1), Ordering::SeqCst);
             }

@@ -45,6 +45,10 @@ const BATCH_BYTES: usize = 1 << 20;
 /// lands at the end is the newest frames that the space reserved for it takes, so they must be
 /// small for the last moments to be among them.
 const WAITING_BATCH_BYTES: usize = 64 << 10;
+/// What the report says once the program closed the descriptors libunwind reads through.
+const UNWINDER_LOST_NOTE: &str =
+    "the program closed the descriptors the fast unwinder (libunwind) \
+     uses: later stacks come from libgcc's unwinder, the same frames at several times the cost";
 /// Starts the writer thread.
 pub fn spawn(w: Writer) -> io::Result<()> {
     crate::sys::threads::spawn(c"memshim-writer", move || w.run())
@@ -63,6 +67,8 @@ pub struct Writer {
     modules: HashMap<(String, u64), ()>,
     py_strings: HashMap<Box<str>, u32>,
     dropped_written: u64,
+    /// The note that libunwind was given up is in the trace.
+    unwinder_noted: bool,
     placements: Placements,
     /// The messages being handled (see `batch`), kept to reuse its memory.
     batch: Vec<Msg>,
@@ -92,6 +98,7 @@ impl Writer {
             modules: HashMap::new(),
             py_strings: HashMap::new(),
             dropped_written: 0,
+            unwinder_noted: false,
             placements: Placements::default(),
             batch: Vec::with_capacity(batch::BATCH),
             exec_mark: None,
@@ -372,6 +379,16 @@ impl Writer {
                 t: clock::monotonic_ns(),
                 tid: 0,
                 record: Record::Dropped(dropped),
+            })?;
+        }
+        if !self.unwinder_noted && crate::record::unwind::lost() {
+            self.unwinder_noted = true;
+            self.out.push(&Event {
+                t: now,
+                tid: 0,
+                record: Record::Note(memshim_trace::Note {
+                    text: UNWINDER_LOST_NOTE.into(),
+                }),
             })?;
         }
         self.out.flush_frame()?;
