@@ -7,7 +7,8 @@
 #   not recorded: helper threads, the sampler and the hooks' checks); off-nopy (off, and neither
 #   Python frames nor the torch layer); thin (the production mode, 512K).
 # MODES picks others: thin-notorch, thin-nopy, thin-nocuda (thin without the torch layer, Python
-# frames or CUDA), thin-before (thin with the shim at BEFORE_LIB, an older build, for an A/B). Then, when a perf binary is carried in .perf/ (with its libraries), a profile of
+# frames or CUDA), thin-before (thin with the shim at BEFORE_LIB, an older build, for an A/B), full
+# and full-before (full stacks, this build and BEFORE_LIB's). Then, when a perf binary is carried in .perf/ (with its libraries), a profile of
 # each of PERF_MODES (bare off thin), by thread, object and symbol, to $OUT/perf_<mode>.txt;
 # PERF_DELAY (ms) starts each profile that late, past `import torch`, so that it holds the steps;
 # PERF_CALLERS="sym ..." adds each symbol's callers (its call graphs, from the symbol out) to the profile.
@@ -32,6 +33,8 @@ mode_env() {
     thin-nopy) echo MEMSHIM_SAMPLE_BYTES=512K MEMSHIM_PYTHON=0 LD_PRELOAD="$MEMSHIM_LIB" ;;
     thin-nocuda) echo MEMSHIM_SAMPLE_BYTES=512K MEMSHIM_CUDA=0 LD_PRELOAD="$MEMSHIM_LIB" ;;
     thin-before) echo MEMSHIM_SAMPLE_BYTES=512K LD_PRELOAD="$BEFORE_LIB" ;;
+    full) echo LD_PRELOAD="$MEMSHIM_LIB" ;;
+    full-before) echo LD_PRELOAD="$BEFORE_LIB" ;;
     esac
 }
 step() { # mode
