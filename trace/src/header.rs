@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 pub const MAGIC: [u8; 8] = *b"MEMSHIM\0";
 
 /// The format version this crate writes, and the newest it reads.
-pub const FORMAT_VERSION: u32 = 11;
+pub const FORMAT_VERSION: u32 = 12;
 
 /// Which clock the event times are read from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

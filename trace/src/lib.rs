@@ -18,6 +18,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod brancher;
 mod columns;
 mod delta;
 mod error;
@@ -30,8 +31,10 @@ mod reader;
 mod record;
 mod serial_table;
 mod serials;
+mod stack_tree;
 mod writer;
 
+pub use brancher::StackBrancher;
 pub use error::Error;
 pub use frame::{MAX_FRAME_LEN, MAX_RECORD_BYTES};
 pub use header::{Clock, Header, FORMAT_VERSION, MAGIC};
@@ -41,10 +44,11 @@ pub use record::{
     CudaFailure, CuptiState, DeviceAlloc, DeviceAtAttach, DeviceFree, DeviceMemory, End, EndReason,
     Event, FrameRef, Free, FreeBack, GpuInfo, GpuSample, HeapStats, HeapTotals, ManagedHint, Map,
     MapFn, MemInfo, Module, ModuleUnload, Note, NumaCall, NumaFn, NumaNode, Placement, PyCode,
-    PyString, PythonRuntime, RankInfo, ReallocFailed, Record, Segment, StackDef, SymFrame, Symbol,
-    ThreadCpu, TimedCopy, TorchAction, TorchEvent, TorchOom, TorchState, Transfer, UmCounter,
-    Unmap, Usable, PYTHON_FRAME, UNSAMPLED,
+    PyString, PythonRuntime, RankInfo, ReallocFailed, Record, Segment, StackBranch, StackDef,
+    SymFrame, Symbol, ThreadCpu, TimedCopy, TorchAction, TorchEvent, TorchOom, TorchState,
+    Transfer, UmCounter, Unmap, Usable, PYTHON_FRAME, UNSAMPLED,
 };
+pub use stack_tree::{Frames, StackTree, MAX_FRAMES as MAX_STACK_TREE_FRAMES};
 pub use writer::TraceWriter;
 
 /// The file extension of memshim traces, without the dot.

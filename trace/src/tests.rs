@@ -57,6 +57,17 @@ pub(crate) fn events_n(n: u64) -> Vec<Event> {
             first_line: 40,
         }),
     });
+    // Version 12: a stack as a branch of the stack tree.
+    v.push(Event {
+        t: 5_000_000,
+        tid: 0,
+        record: Record::StackBranch(StackBranch {
+            id: 1,
+            parent: 0,
+            first: 1,
+            frames: vec![0x7fff_0000_0042, FrameRef::python(7, 43), 0x5555_0000_1240],
+        }),
+    });
     // Version 9: attached to a running process.
     v.push(Event {
         t: 5_000_000,

@@ -22,7 +22,7 @@
 //! (the end once, for the newest reason its version had), with distinct values in every field so
 //! that a field read at the wrong offset shows; every variant of every other enum in its records;
 //! and frees of blocks allocated in earlier frames (stored by distance since version 5). That
-//! version's own reader read back exactly what these texts say. Versions 8 to 11 were written by
+//! version's own reader read back exactly what these texts say. Versions 8 to 12 were written by
 //! the writer that introduced each, from `tests::events_n`; version 1's layout is also checked by a
 //! hand-built stream in `tests`.
 use crate::tests::{events_n, write_events};
@@ -97,6 +97,7 @@ golden! {
     the_version_9_golden_trace_is_still_read: 9,
     the_version_10_golden_trace_is_still_read: 10,
     the_version_11_golden_trace_is_still_read: 11,
+    the_version_12_golden_trace_is_still_read: 12,
 }
 
 #[test]

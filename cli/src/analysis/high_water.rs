@@ -7,14 +7,17 @@
 //! allocations as its first point and a cluster in its last few milliseconds, which no longer
 //! looked like growth at all.
 
+use smallvec::SmallVec;
+
 /// High-water points kept per site.
 pub const MAX_POINTS: usize = 32;
 
 /// A site's high-water history.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HighWater {
-    /// (time ns, live bytes) at each kept new high; the last is always the latest high.
-    pub points: Vec<(u64, u64)>,
+    /// (time ns, live bytes) at each kept new high; the last is always the latest high. The first
+    /// in place: most sites set one high.
+    pub points: SmallVec<[(u64, u64); 1]>,
     /// The least time between kept points: 0 until the list first fills, then about the span
     /// over half the points, so that a new high closer to the previous kept point than this
     /// replaces the last point instead of adding one.
@@ -68,15 +71,20 @@ impl HighWater {
             self.gap_ns = 0;
             return;
         }
-        let mut all: Vec<(u64, u64)> = self
-            .points
-            .drain(..)
-            .chain(other.points.iter().copied())
-            .collect();
-        all.sort_unstable();
+        // Both lists are in order (by time, then bytes): observed merged, as if sorted together.
+        let mine = std::mem::take(&mut self.points);
+        let theirs = &other.points;
         self.gap_ns = 0;
-        for (t, live) in all {
-            self.observe(t, live);
+        let (mut i, mut j) = (0, 0);
+        while i < mine.len() || j < theirs.len() {
+            let next = if j == theirs.len() || (i < mine.len() && mine[i] <= theirs[j]) {
+                i += 1;
+                mine[i - 1]
+            } else {
+                j += 1;
+                theirs[j - 1]
+            };
+            self.observe(next.0, next.1);
         }
     }
 }
@@ -175,5 +183,27 @@ mod tests {
             eighths(&a, 100_000, 300_050_000),
             (0..8).collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn merging_walks_both_curves_as_sorting_them_together_would() {
+        // Curves with equal times and equal points between them, thinned and not.
+        for (n, m, step) in [(5u64, 7u64, 3u64), (40, 3, 2), (900, 1200, 1), (64, 64, 5)] {
+            let (mut a, mut b) = (HighWater::default(), HighWater::default());
+            for i in 1..=n {
+                a.observe(i * step * 1000, i * 7);
+            }
+            for i in 1..=m {
+                b.observe(i * 2000, i * 5 + (i % 3));
+            }
+            let mut sorted: Vec<(u64, u64)> = a.points.iter().chain(&b.points).copied().collect();
+            sorted.sort_unstable();
+            let mut expected = HighWater::default();
+            for (t, live) in sorted {
+                expected.observe(t, live);
+            }
+            a.merge(&b);
+            assert_eq!(a, expected, "{n} and {m} points");
+        }
     }
 }

@@ -40,7 +40,7 @@ pub struct Mappings {
 
 impl Mappings {
     /// A new anonymous mapping (or the new range of an mremap).
-    pub fn map(&mut self, t: u64, tid: u32, m: &Map, frames: Option<&[u64]>) {
+    pub fn map(&mut self, t: u64, tid: u32, m: &Map, frames: Option<impl Iterator<Item = u64>>) {
         if m.func == MapFn::Mremap && !self.last_unmap_hit.get(&tid).copied().unwrap_or(false) {
             // The old range was not one we tracked (a file mapping, or mapped before tracing).
             return;
@@ -161,7 +161,7 @@ mod tests {
                 flags: 0x22,
                 stack,
             },
-            None,
+            None::<std::iter::Empty<u64>>,
         );
     }
 
@@ -180,7 +180,7 @@ mod tests {
                     flags: 0x22,
                     stack: 7,
                 },
-                None,
+                None::<std::iter::Empty<u64>>,
             )
         };
         reserve(&mut m, 0x10_0000, 64 << 20);
@@ -254,7 +254,7 @@ mod tests {
                     flags: 0x22,
                     stack: if i % 2 == 0 { 4 } else { 5 },
                 },
-                Some(&[0x10 + (i % 2), FrameRef::python(1, 8)]),
+                Some([0x10 + (i % 2), FrameRef::python(1, 8)].into_iter()),
             );
         }
         assert!(!m.sites().contains_key(&5), "one site for the line");

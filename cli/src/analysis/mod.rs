@@ -132,7 +132,7 @@ mod tests {
             (s.allocations, s.allocated_bytes, s.live_count, s.live_bytes),
             (4, 800, 2, 400)
         );
-        assert_eq!(s.high_water.points, vec![(10, 100), (20, 300)]);
+        assert_eq!(s.high_water.points[..], [(10, 100), (20, 300)]);
         assert_eq!(m[&8], site(5, 1));
     }
 }

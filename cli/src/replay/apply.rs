@@ -59,15 +59,14 @@ pub(super) fn apply(r: &mut Replayed, ev: Event) {
             r.heap.realloc_failed(ev.tid, f.addr);
         }
         Record::Map(m) => {
-            let frames = r.stacks.get(&m.stack).map(Vec::as_slice);
+            let frames = r.stacks.frames(m.stack);
             r.mmap.map(ev.t, ev.tid, &m, frames);
             r.program_peak
                 .observe(ev.t, r.heap.live_bytes, r.mmap.live_bytes);
         }
         Record::Unmap(u) => r.mmap.unmap(ev.t, ev.tid, &u),
-        Record::Stack(s) => {
-            r.stacks.insert(s.id, s.frames);
-        }
+        Record::Stack(s) => r.stacks.define(&s),
+        Record::StackBranch(b) => r.stacks.branch(&b),
         Record::ModuleLoad(m) => {
             // The same object loaded again at the same place while still loaded names nothing new.
             let again = r.modules.iter().rev().take(64).any(|l| {

@@ -48,8 +48,8 @@ pub struct Replayed {
     pub last_t: u64,
     /// Events by record kind.
     pub counts: HashMap<&'static str, u64>,
-    /// Stack frames by id.
-    pub stacks: HashMap<u32, Vec<u64>>,
+    /// Stack frames by id, callers shared.
+    pub stacks: memshim_trace::StackTree,
     /// Loaded modules, in load order (the first [`MAX_MODULES`]).
     pub modules: Vec<LoadedModule>,
     /// What was left out at the bounds of `notes` and `modules`.
@@ -148,7 +148,7 @@ impl Replayed {
             notes: Vec::new(),
             last_t,
             counts: HashMap::default(),
-            stacks: HashMap::default(),
+            stacks: Default::default(),
             modules: Vec::new(),
             left_out: LeftOut::default(),
             symbols: HashMap::default(),

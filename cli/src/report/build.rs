@@ -6,7 +6,7 @@ use memshim_trace::EndReason;
 use super::model::{
     HeapSummary, Leaks, Process, ProgramMemory, PythonOut, Report, Timeline, PEAK_SITES, SCHEMA,
 };
-use super::sites::leak_class;
+use super::sites::leak_class_of;
 use crate::bench::ceilings::Ceilings;
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
@@ -59,11 +59,13 @@ pub fn report_of(traces: &[&Replayed], ceilings: &[Ceilings], flame: bool) -> Re
 fn process(t: &Replayed, ceilings: &[Ceilings], flame: bool) -> Process {
     let mut sym = Symbolizer::default();
     let ns_to_s = |ns: u64| ns.saturating_sub(t.header.clock_start_ns) as f64 / 1e9;
-    let mut host = leak_class(t, &mut sym, t.heap.sites());
-    let mmap = leak_class(t, &mut sym, t.mmap.sites());
+    let host_sites = super::sites::by_location(t, t.heap.sites());
+    let mmap_sites = super::sites::by_location(t, t.mmap.sites());
+    let mut host = leak_class_of(t, &mut sym, &host_sites);
+    let mmap = leak_class_of(t, &mut sym, &mmap_sites);
     let [device, managed, pinned, registered] = super::device::leaks(t, &mut sym);
     let device_section = super::device::section(t, &mut sym, &device);
-    let growth = super::growth::section(t, &mut sym);
+    let growth = super::growth::section(t, &mut sym, &host_sites, &mmap_sites);
     let torch = super::torch::section(t, &mut sym);
     let transfers = super::transfers::section(t, &mut sym, ceilings);
     let peak_time_s = if t.heap.peak_bytes > 0 {

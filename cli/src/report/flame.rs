@@ -4,16 +4,12 @@
 //! draw these trees; none of them merges frames of its own.
 use rustc_hash::FxHashMap as HashMap;
 
+use super::flame_tree::{Builder, Weights};
 use super::frame_marks::{hidden, short_names, traits, FrameContext, Traits};
 use super::model::frame::shown_by;
-use super::model::{FlameNode, FlameSection, FlameTree, FrameOut};
+use super::model::{FlameSection, FrameOut};
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
-
-/// Frames under this share of a tree's bytes are merged into "other".
-const CUT_SHARE: u64 = 1000;
-/// At most this many nodes per tree: a tree with more is cut again at twice the weight.
-const MAX_NODES: usize = 3000;
 
 /// A stack as the flame graphs name its frames (indexes into [`Names`]), outermost first; `None`
 /// for the CUDA driver's own.
@@ -46,9 +42,10 @@ struct Cached {
     driver: bool,
 }
 
-/// The three flame graphs of `t`'s host heap. Each stack's path is made once for all three, from
-/// its return addresses' frames made once each: building every stack's frames anew took a CPU
-/// PyTorch trace's report (1.16M stacks, 75 frames deep) 70 s and 3 GB.
+/// The three flame graphs of `t`'s host heap. Each stack is placed once for all three, from its
+/// return addresses' frames made once each, and through its stack tree (see [`Along`]): a stack's
+/// callers are walked once for every stack that shares them, not once per stack (a CPU PyTorch
+/// trace's report, 1.16M stacks 75 frames deep, once took 70 s and 3 GB).
 pub fn section(t: &Replayed, sym: &mut Symbolizer) -> FlameSection {
     let sampled = t.heap.sample_bytes > 0;
     let peak_sites = t.heap.peak_sites();
@@ -80,54 +77,192 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> FlameSection {
         .collect();
     ids.sort_unstable();
     ids.dedup();
-    let cx = FrameContext::of(t);
-    let mut names = Names::default();
-    let mut cache: HashMap<u64, Vec<Cached>> = HashMap::default();
-    let mut trees = [Builder::new(), Builder::new(), Builder::new()];
+    let mut frames = FrameCache {
+        cx: FrameContext::of(t),
+        names: Names::default(),
+        by_address: HashMap::default(),
+    };
+    let mut b = Builder::new();
+    let mut along = Along::new(t.stacks.node_count());
+    along.fill(t, sym, &mut frames, &mut b);
     for id in ids {
-        let w = weights(id);
+        // A weighting a stack has no bytes in does not see it, blocks and all.
+        let w: Weights =
+            weights(id).map(|(bytes, blocks)| if bytes == 0 { (0, 0) } else { (bytes, blocks) });
         if w.iter().all(|(bytes, _)| *bytes == 0) {
             continue;
         }
-        let Some(addrs) = t.stacks.get(&id) else {
-            // A stack never defined has no frames: the root alone carries it.
-            for (tree, (bytes, blocks)) in trees.iter_mut().zip(w) {
-                if bytes > 0 {
-                    tree.add(&[], bytes, blocks);
-                }
-            }
-            continue;
+        // A stack never defined has no frames: the root alone carries it.
+        let at = match t.stacks.node(id) {
+            None => Some(0),
+            Some(leaf) => along.place(t, sym, leaf, &mut frames, &mut b),
         };
-        for &a in addrs {
-            cache.entry(a).or_insert_with(|| {
-                let mut frames = super::sites::address_frames(t, sym, a);
-                // Hiding depends on the whole stack: it is worked out per stack, in `path`.
-                short_names(&mut frames, &cx);
-                frames
-                    .iter()
-                    .map(|f| Cached {
-                        name: names.id(label(f)),
-                        kind: f.kind,
-                        traits: traits(f),
-                        driver: super::owner::owner(std::slice::from_ref(f)) == "cuda_driver",
-                    })
-                    .collect()
-            });
-        }
-        let Some(path) = path(addrs.iter().flat_map(|a| &cache[a]), cx.all_frames) else {
-            continue;
-        };
-        for (tree, (bytes, blocks)) in trees.iter_mut().zip(w) {
-            if bytes > 0 {
-                tree.add(&path, bytes, blocks);
-            }
+        if let Some(at) = at {
+            b.add(at, w);
         }
     }
-    let [peak, leaked, allocated] = trees.map(|b| b.finish(&names.names));
+    let names = &frames.names.names;
     FlameSection {
-        peak,
-        leaked,
-        allocated,
+        peak: b.finish(0, names),
+        leaked: b.finish(1, names),
+        allocated: b.finish(2, names),
+    }
+}
+
+/// Each return address's frames as the flame graphs need them, made once.
+struct FrameCache {
+    cx: FrameContext,
+    names: Names,
+    by_address: HashMap<u64, Vec<Cached>>,
+}
+
+impl FrameCache {
+    fn of(&mut self, t: &Replayed, sym: &mut Symbolizer, addr: u64) -> &[Cached] {
+        let FrameCache {
+            cx,
+            names,
+            by_address,
+        } = self;
+        by_address.entry(addr).or_insert_with(|| {
+            let mut frames = super::sites::address_frames(t, sym, addr);
+            // Hiding depends on the whole stack: it is worked out per stack, in `Along::place`.
+            short_names(&mut frames, cx);
+            frames
+                .iter()
+                .map(|f| Cached {
+                    name: names.id(label(f)),
+                    kind: f.kind,
+                    traits: traits(f),
+                    driver: super::owner::owner(std::slice::from_ref(f)) == "cuda_driver",
+                })
+                .collect()
+        })
+    }
+}
+
+/// Not worked out yet.
+const UNKNOWN: u32 = u32::MAX;
+const DRIVER: u8 = 1;
+const PYTHON: u8 = 2;
+
+/// What the flame graphs know of each node of the stack tree, worked out once per node from its
+/// parent's, so that placing a stack costs one lookup. Which frames a stack shows depends on where
+/// its innermost Python frame is (see `frame_marks::hidden`): outside it only Python frames show,
+/// inside it the native frames but start-up's and the interpreter's; without one, every frame but
+/// start-up's. Each of those is a path from the root that a node extends from its parent's.
+struct Along {
+    /// The tree node of the shown Python frames from the root to here.
+    python: Vec<u32>,
+    /// The tree node a stack whose innermost frame is here ends at.
+    at: Vec<u32>,
+    /// [`DRIVER`]: a CUDA driver frame here or above; [`PYTHON`]: a Python frame here or above.
+    flags: Vec<u8>,
+}
+
+impl Along {
+    fn new(nodes: usize) -> Along {
+        let mut python = vec![UNKNOWN; nodes];
+        let mut at = vec![UNKNOWN; nodes];
+        if nodes > 0 {
+            python[0] = 0;
+            at[0] = 0;
+        }
+        Along {
+            python,
+            at,
+            flags: vec![0; nodes],
+        }
+    }
+
+    /// The tree node the stack whose innermost node is `leaf` ends at; `None` for the CUDA
+    /// driver's own stacks.
+    fn place(
+        &mut self,
+        t: &Replayed,
+        sym: &mut Symbolizer,
+        leaf: u32,
+        frames: &mut FrameCache,
+        b: &mut Builder,
+    ) -> Option<u32> {
+        if self.flags[leaf as usize] & DRIVER != 0 {
+            return None;
+        }
+        let at = self.at[leaf as usize];
+        if at != 0 {
+            return Some(at);
+        }
+        // Nothing shown: every frame is hidden (or the stack has none), as `path` says.
+        let leaf_frames: Vec<u64> = t.stacks.frames_from(leaf).collect();
+        for &a in &leaf_frames {
+            frames.of(t, sym, a);
+        }
+        let all = leaf_frames.iter().flat_map(|a| frames.by_address[a].iter());
+        path(all, frames.cx.all_frames).map(|p| b.path(&p))
+    }
+
+    /// Works out every node, parents first: node numbers are in the order nodes were made, a
+    /// parent before its children, so one pass in order reads each parent's numbers already done
+    /// (and mostly nearby), with no walk up the tree per stack.
+    fn fill(
+        &mut self,
+        t: &Replayed,
+        sym: &mut Symbolizer,
+        frames: &mut FrameCache,
+        b: &mut Builder,
+    ) {
+        let all_frames = frames.cx.all_frames;
+        let inside = |c: &Cached| !c.traits.startup && !c.traits.interpreter;
+        for n in 1..self.python.len() {
+            // Placeholders for lost nodes stay unknown: no stack reaches them.
+            let Some((frame, parent)) = t.stacks.step(n as u32) else {
+                continue;
+            };
+            // A node below a lost one starts afresh, as its frames do.
+            let p = parent as usize;
+            let (mut python, at, above) = match self.python.get(p) {
+                Some(&python) if python != UNKNOWN => (python, self.at[p], self.flags[p]),
+                _ => (0, 0, 0),
+            };
+            let mut flags = above;
+            // Innermost first.
+            let own = frames.of(t, sym, frame);
+            for c in own.iter().rev() {
+                if c.driver {
+                    flags |= DRIVER;
+                }
+                if c.traits.python {
+                    flags |= PYTHON;
+                    if !c.traits.import {
+                        python = b.child(python, c.name, c.kind);
+                    }
+                }
+            }
+            let first_python = own.iter().position(|c| c.traits.python);
+            let at = if all_frames {
+                own.iter()
+                    .rev()
+                    .fold(at, |at, c| b.child(at, c.name, c.kind))
+            } else if let Some(e) = first_python {
+                own[..e]
+                    .iter()
+                    .rev()
+                    .filter(|c| inside(c))
+                    .fold(python, |at, c| b.child(at, c.name, c.kind))
+            } else if above & PYTHON != 0 {
+                own.iter()
+                    .rev()
+                    .filter(|c| inside(c))
+                    .fold(at, |at, c| b.child(at, c.name, c.kind))
+            } else {
+                own.iter()
+                    .rev()
+                    .filter(|c| !c.traits.startup)
+                    .fold(at, |at, c| b.child(at, c.name, c.kind))
+            };
+            self.python[n] = python;
+            self.at[n] = at;
+            self.flags[n] = flags;
+        }
     }
 }
 
@@ -159,230 +294,5 @@ pub fn label(f: &FrameOut) -> String {
         (Some(file), Some(line)) => format!("{func} ({file}:{line})"),
         (Some(file), None) => format!("{func} ({file})"),
         _ => func,
-    }
-}
-
-/// A node of the whole tree, before the cut.
-#[derive(Default)]
-struct Whole {
-    name: u32,
-    kind: &'static str,
-    bytes: u64,
-    blocks: u64,
-    kids: HashMap<u32, usize>,
-}
-
-/// Merges weighted stacks (outermost frame first) into one tree, cut when finished.
-struct Builder {
-    nodes: Vec<Whole>,
-}
-
-impl Builder {
-    fn new() -> Builder {
-        Builder {
-            nodes: vec![Whole::default()],
-        }
-    }
-
-    fn add(&mut self, path: &[(u32, &'static str)], bytes: u64, blocks: u64) {
-        let nodes = &mut self.nodes;
-        let mut at = 0;
-        nodes[0].bytes += bytes;
-        nodes[0].blocks += blocks;
-        for &(name, kind) in path {
-            let next = nodes.len();
-            let child = *nodes[at].kids.entry(name).or_insert(next);
-            if child == next {
-                nodes.push(Whole {
-                    name,
-                    kind,
-                    ..Whole::default()
-                });
-            }
-            nodes[child].bytes += bytes;
-            nodes[child].blocks += blocks;
-            at = child;
-        }
-    }
-
-    /// The tree cut, its frames named from `names`.
-    fn finish(self, names: &[String]) -> FlameTree {
-        let nodes = &self.nodes;
-        let total = nodes[0].bytes;
-        let mut cut = total.div_ceil(CUT_SHARE).max(1);
-        loop {
-            let mut out = Vec::new();
-            let mut merged = 0;
-            cut_children(nodes, names, 0, None, cut, &mut out, &mut merged);
-            if out.len() <= MAX_NODES || cut >= total {
-                return FlameTree {
-                    bytes: total,
-                    blocks: nodes[0].blocks,
-                    cut_below_bytes: cut,
-                    merged_frames: merged,
-                    nodes: out,
-                };
-            }
-            cut = cut.saturating_mul(2);
-        }
-    }
-}
-
-/// Appends the children of `at` to `out` depth first, heaviest first (ties by name), those under
-/// `cut` merged into one "other" after them.
-fn cut_children(
-    nodes: &[Whole],
-    names: &[String],
-    at: usize,
-    parent: Option<u32>,
-    cut: u64,
-    out: &mut Vec<FlameNode>,
-    merged: &mut u64,
-) {
-    let mut kids: Vec<usize> = nodes[at].kids.values().copied().collect();
-    kids.sort_by(|&a, &b| {
-        (nodes[b].bytes.cmp(&nodes[a].bytes))
-            .then_with(|| names[nodes[a].name as usize].cmp(&names[nodes[b].name as usize]))
-    });
-    let mut other = FlameNode {
-        name: "other".into(),
-        kind: "other",
-        bytes: 0,
-        blocks: 0,
-        parent,
-    };
-    for k in kids {
-        let n = &nodes[k];
-        if n.bytes >= cut {
-            let index = out.len() as u32;
-            out.push(FlameNode {
-                name: names[n.name as usize].clone(),
-                kind: n.kind,
-                bytes: n.bytes,
-                blocks: n.blocks,
-                parent,
-            });
-            cut_children(nodes, names, k, Some(index), cut, out, merged);
-        } else {
-            other.bytes += n.bytes;
-            other.blocks += n.blocks;
-            *merged += subtree_size(nodes, k);
-        }
-    }
-    if other.bytes > 0 {
-        out.push(other);
-    }
-}
-
-fn subtree_size(nodes: &[Whole], at: usize) -> u64 {
-    1 + nodes[at]
-        .kids
-        .values()
-        .map(|&i| subtree_size(nodes, i))
-        .sum::<u64>()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Merges stacks of named frames, as `section` does with its paths.
-    fn tree(stacks: impl Iterator<Item = (Vec<(String, &'static str)>, u64, u64)>) -> FlameTree {
-        let mut names = Names::default();
-        let mut b = Builder::new();
-        for (path, bytes, blocks) in stacks {
-            let path: Vec<(u32, &'static str)> =
-                path.into_iter().map(|(n, k)| (names.id(n), k)).collect();
-            b.add(&path, bytes, blocks);
-        }
-        b.finish(&names.names)
-    }
-
-    fn stack(names: &[&str], bytes: u64, blocks: u64) -> (Vec<(String, &'static str)>, u64, u64) {
-        (
-            names.iter().map(|n| (n.to_string(), "native")).collect(),
-            bytes,
-            blocks,
-        )
-    }
-
-    /// (name, bytes, blocks, parent) of every node.
-    fn flat(t: &FlameTree) -> Vec<(&str, u64, u64, Option<u32>)> {
-        t.nodes
-            .iter()
-            .map(|n| (n.name.as_str(), n.bytes, n.blocks, n.parent))
-            .collect()
-    }
-
-    #[test]
-    fn stacks_through_one_function_merge_into_one_frame() {
-        let t = tree(
-            vec![
-                stack(&["main", "load", "parse"], 300, 3),
-                stack(&["main", "load"], 100, 1),
-                stack(&["main", "save"], 600, 2),
-            ]
-            .into_iter(),
-        );
-        assert_eq!((t.bytes, t.blocks, t.cut_below_bytes), (1000, 6, 1));
-        assert_eq!(
-            flat(&t),
-            [
-                ("main", 1000, 6, None),
-                ("save", 600, 2, Some(0)),
-                ("load", 400, 4, Some(0)),
-                ("parse", 300, 3, Some(2)),
-            ]
-        );
-    }
-
-    #[test]
-    fn frames_under_a_thousandth_are_merged_into_other() {
-        let mut stacks = vec![stack(&["main", "big"], 1_000_000, 1)];
-        for i in 0..50 {
-            stacks.push(stack(&["main", &format!("tiny{i}"), "deeper"], 10, 1));
-        }
-        let t = tree(stacks.into_iter());
-        assert_eq!(t.bytes, 1_000_500);
-        assert_eq!(t.cut_below_bytes, 1001);
-        // Each tiny function and the frame under it.
-        assert_eq!(t.merged_frames, 100);
-        assert_eq!(
-            flat(&t),
-            [
-                ("main", 1_000_500, 51, None),
-                ("big", 1_000_000, 1, Some(0)),
-                ("other", 500, 50, Some(0)),
-            ]
-        );
-        assert_eq!(t.nodes[2].kind, "other");
-    }
-
-    #[test]
-    fn a_deep_stack_stays_flat_in_json() {
-        let names: Vec<String> = (0..300).map(|d| format!("f{d}")).collect();
-        let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        let t = tree(vec![stack(&names, 8, 1)].into_iter());
-        assert_eq!(t.nodes.len(), 300);
-        assert_eq!(t.nodes[299].parent, Some(298));
-        let json = serde_json::to_string(&t).unwrap();
-        let back: serde_json::Value = serde_json::from_str(&json).unwrap();
-        assert_eq!(back["nodes"][299]["name"], "f299");
-    }
-
-    #[test]
-    fn too_many_frames_cut_at_a_heavier_weight() {
-        // 800 stacks of 4 frames of their own: each over a thousandth, yet 3200 frames in all.
-        let stacks: Vec<_> = (0..800)
-            .map(|i| {
-                let names: Vec<String> = (0..4).map(|d| format!("f{i}_{d}")).collect();
-                let names: Vec<&str> = names.iter().map(String::as_str).collect();
-                stack(&names, 10, 1)
-            })
-            .collect();
-        let t = tree(stacks.into_iter());
-        assert_eq!(t.cut_below_bytes, 16);
-        assert_eq!(t.merged_frames, 3200);
-        assert_eq!(flat(&t), [("other", 8000, 800, None)]);
     }
 }

@@ -61,9 +61,9 @@ pub fn short_names(frames: &mut [FrameOut], cx: &FrameContext) {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Traits {
     pub python: bool,
-    import: bool,
-    startup: bool,
-    interpreter: bool,
+    pub import: bool,
+    pub startup: bool,
+    pub interpreter: bool,
 }
 
 /// The [`Traits`] of one frame.

@@ -1,5 +1,4 @@
 //! The growth section: sites whose live memory kept climbing, host and device.
-use std::borrow::Cow;
 
 use memshim_trace::DeviceMemory;
 use rustc_hash::FxHashMap as HashMap;
@@ -7,7 +6,6 @@ use rustc_hash::FxHashMap as HashMap;
 use super::model::{Finding, GrowthSection, GrowthSite, ReleasedSite};
 use super::sites::frames;
 use crate::analysis::growth::{growing, Growing};
-use crate::analysis::python_sites::regroup;
 use crate::analysis::{merge_sites, SiteStats};
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
@@ -22,31 +20,31 @@ const DEVICE_MIN_BYTES: u64 = 1 << 20;
 /// and one or two of them are its start, not growth.
 const MAPPINGS_MIN_BYTES: u64 = 4 << 20;
 
-/// One kind of memory's sites grouped by Python location (see `sites::weighted_groups`), and those
-/// of them that grew until `end` (when that memory last changed).
-fn by_location<'a>(
-    t: &Replayed,
-    sites: &'a HashMap<u32, SiteStats>,
-    end: u64,
-    min_bytes: u64,
-) -> (Cow<'a, HashMap<u32, SiteStats>>, Vec<Growing>) {
-    let grouped = regroup(sites, &super::sites::weighted_groups(t, sites));
-    let grew = growing(grouped.iter().map(|(k, v)| (*k, v)), end, min_bytes);
-    (grouped, grew)
+/// The sites of one kind of memory, grouped by Python location (`sites::by_location`), that grew
+/// until `end` (when that memory last changed).
+fn grew(grouped: &HashMap<u32, SiteStats>, end: u64, min_bytes: u64) -> Vec<Growing> {
+    growing(grouped.iter().map(|(k, v)| (*k, v)), end, min_bytes)
 }
 
-/// The growth section of one process.
-pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
+/// The growth section of one process; `host_sites` and `map_sites` are the host heap's and the
+/// anonymous mappings' sites grouped by Python location.
+pub fn section(
+    t: &Replayed,
+    sym: &mut Symbolizer,
+    host_sites: &HashMap<u32, SiteStats>,
+    map_sites: &HashMap<u32, SiteStats>,
+) -> GrowthSection {
     let start = t.header.clock_start_ns;
-    let (host_sites, host) = by_location(t, t.heap.sites(), t.heap.last_t, HOST_MIN_BYTES);
-    let (map_sites, mappings) = by_location(t, t.mmap.sites(), t.mmap.last_t, MAPPINGS_MIN_BYTES);
+    let host = grew(host_sites, t.heap.last_t, HOST_MIN_BYTES);
+    let mappings = grew(map_sites, t.mmap.last_t, MAPPINGS_MIN_BYTES);
     let dev_heaps: Vec<_> = [DeviceMemory::Device, DeviceMemory::Physical]
         .iter()
         .filter_map(|k| t.device.kinds.get(k))
         .collect();
     let dev_merged = merge_sites(dev_heaps.iter().map(|h| h.sites()));
     let dev_end = dev_heaps.iter().map(|h| h.last_t).max().unwrap_or(0);
-    let (dev_sites, device) = by_location(t, &dev_merged, dev_end, DEVICE_MIN_BYTES);
+    let dev_sites = super::sites::by_location(t, &dev_merged);
+    let device = grew(&dev_sites, dev_end, DEVICE_MIN_BYTES);
     let mut findings = Vec::new();
     for (what, list) in [
         ("host heap", &host),
@@ -74,14 +72,14 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> GrowthSection {
     let secs = |ns: u64| ns.saturating_sub(start) as f64 / 1e9;
     let mut released = Vec::new();
     for (memory, what, sites, min) in [
-        ("host", "host", &host_sites, HOST_MIN_BYTES),
+        ("host", "host", host_sites, HOST_MIN_BYTES),
         (
             "mappings",
             "anonymous mappings",
-            &map_sites,
+            map_sites,
             MAPPINGS_MIN_BYTES,
         ),
-        ("device", "device", &dev_sites, DEVICE_MIN_BYTES),
+        ("device", "device", &*dev_sites, DEVICE_MIN_BYTES),
     ] {
         // Smaller climbs given back are the interpreter's and the libraries' own comings and goings.
         for r in super::released::released(sites, min.max(1 << 20)) {

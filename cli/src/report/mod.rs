@@ -12,6 +12,7 @@ pub mod figures;
 pub mod filter;
 pub mod first_touch;
 pub mod flame;
+mod flame_tree;
 pub mod fragmentation;
 pub mod frame_marks;
 pub mod gpus;

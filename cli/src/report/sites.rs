@@ -17,7 +17,17 @@ pub fn leak_class(
     sym: &mut Symbolizer,
     sites: &HashMap<u32, SiteStats>,
 ) -> LeakClass {
-    leak_class_grouped(t, sym, sites, &weighted_groups(t, sites))
+    leak_class_of(t, sym, &by_location(t, sites))
+}
+
+/// `sites` grouped by Python location, each location under its stack that allocated the most (see
+/// [`weighted_groups`]): what the leak and growth sections of one kind of memory both read, worked
+/// out once (a PyTorch job has a million stacks to fold).
+pub fn by_location<'a>(
+    t: &Replayed,
+    sites: &'a HashMap<u32, SiteStats>,
+) -> std::borrow::Cow<'a, HashMap<u32, SiteStats>> {
+    crate::analysis::python_sites::regroup(sites, &weighted_groups(t, sites))
 }
 
 /// The Python-location groups of `sites`, each represented by the stack that allocated the most
@@ -37,7 +47,19 @@ pub fn leak_class_grouped(
     sites: &HashMap<u32, SiteStats>,
     groups: &HashMap<u32, u32>,
 ) -> LeakClass {
-    let sites = &crate::analysis::python_sites::regroup(sites, groups);
+    leak_class_of(
+        t,
+        sym,
+        &crate::analysis::python_sites::regroup(sites, groups),
+    )
+}
+
+/// As [`leak_class`], of sites already grouped.
+pub fn leak_class_of(
+    t: &Replayed,
+    sym: &mut Symbolizer,
+    sites: &HashMap<u32, SiteStats>,
+) -> LeakClass {
     let list = ranked_sites(t, sym, sites, usize::MAX);
     let unsampled = sites.get(&memshim_trace::UNSAMPLED);
     let unsampled_bytes = unsampled.map_or(0, |s| s.live_bytes);
@@ -104,13 +126,10 @@ pub fn ranked_sites(
 }
 
 pub fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
-    let Some(addrs) = t.stacks.get(&stack) else {
+    let Some(addrs) = t.stacks.frames(stack) else {
         return Vec::new();
     };
-    let mut out: Vec<FrameOut> = addrs
-        .iter()
-        .flat_map(|&a| address_frames(t, sym, a))
-        .collect();
+    let mut out: Vec<FrameOut> = addrs.flat_map(|a| address_frames(t, sym, a)).collect();
     super::frame_marks::mark(&mut out, &super::frame_marks::FrameContext::of(t));
     out
 }

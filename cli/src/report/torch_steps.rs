@@ -43,7 +43,7 @@ pub fn apply(
                 continue;
             }
             roles.insert(id, role(&frames(t, sym, id)));
-            if let Some(k) = outermost(t.stacks.get(&id).map_or(&[], |s| s.as_slice())) {
+            if let Some(k) = outermost(&t.stacks.to_vec(id)) {
                 keys.insert(id, k);
             }
         }
@@ -299,12 +299,11 @@ fn marker(
     keys: Keys,
     depth: usize,
 ) -> Vec<crate::report::model::FrameOut> {
+    // Ids come in order: the first that matches is the smallest.
     let stack = t
         .stacks
-        .iter()
-        .filter(|(_, s)| outermost(s).is_some_and(|k| k[..=depth] == keys[..=depth]))
-        .map(|(&id, _)| id)
-        .min();
+        .ids()
+        .find(|&id| outermost(&t.stacks.to_vec(id)).is_some_and(|k| k[..=depth] == keys[..=depth]));
     let Some(stack) = stack else {
         return Vec::new();
     };

@@ -16,7 +16,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use memshim_trace::{
     Alloc, EndReason, Event, Free, Map, Module, ModuleUnload, PyCode, PyString, ReallocFailed,
-    Record, StackDef, TraceWriter, Unmap,
+    Record, StackBrancher, StackDef, TraceWriter, Unmap,
 };
 
 mod batch;
@@ -63,6 +63,8 @@ pub struct Writer {
     pid: u32,
     /// By stack hash, looked up for every event: hashes are already well mixed, so Fx, not SipHash.
     stack_ids: FxHashMap<u64, (u32, bool)>,
+    /// Each new stack as the frames it adds to the trace's stack tree.
+    brancher: StackBrancher,
     addresses: FxHashSet<u64>,
     modules: HashMap<(String, u64), ()>,
     py_strings: HashMap<Box<str>, u32>,
@@ -94,6 +96,7 @@ impl Writer {
             cfg,
             pid,
             stack_ids: FxHashMap::default(),
+            brancher: StackBrancher::default(),
             addresses: FxHashSet::default(),
             modules: HashMap::new(),
             py_strings: HashMap::new(),
@@ -216,11 +219,14 @@ impl Writer {
                             .filter(|&f| f & memshim_trace::PYTHON_FRAME == 0),
                     );
                 }
-                let def = StackDef {
-                    id,
-                    frames: frames.into_vec(),
+                let record = match self.brancher.branch(id, &frames) {
+                    Some(branch) => Record::StackBranch(branch),
+                    None => Record::Stack(StackDef {
+                        id,
+                        frames: frames.into_vec(),
+                    }),
                 };
-                (clock::monotonic_ns(), 0, Record::Stack(def))
+                (clock::monotonic_ns(), 0, record)
             }
             Msg::Stacked(m) => {
                 let StackedMsg {

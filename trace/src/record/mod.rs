@@ -1,7 +1,9 @@
 //! The records a trace holds. Every record travels inside an [`Event`] with its time and thread.
 //!
-//! Stacks are referred to by small ids; a [`StackDef`] gives an id its frames. A stack may be defined
-//! after the first event that uses it (threads race to the writer), so readers resolve ids at the end.
+//! Stacks are referred to by small ids; a [`StackDef`] gives an id its frames, or since version 12 a
+//! [`StackBranch`] the frames it adds to the trace's stack tree (see [`crate::StackTree`]). A stack
+//! may be defined after the first event that uses it (threads race to the writer), so readers
+//! resolve ids at the end.
 use serde::{Deserialize, Serialize};
 
 mod cuda;
@@ -136,6 +138,8 @@ pub enum Record {
     /// Attached with the CUDA driver loaded: whether its calls after attach are seen, and the device
     /// memory in use at attach. Since version 11.
     AttachedCuda(Box<AttachedCuda>),
+    /// The frames of a stack id, as a branch of the stack tree. Since version 12.
+    StackBranch(StackBranch),
 }
 
 impl Record {
@@ -148,6 +152,7 @@ impl Record {
                 ..
             }) => 9,
             Record::AttachedCuda(_) => 11,
+            Record::StackBranch(_) => 12,
             _ => 1,
         }
     }
@@ -159,6 +164,7 @@ impl Record {
         matches!(
             self,
             Record::Stack(_)
+                | Record::StackBranch(_)
                 | Record::ModuleLoad(_)
                 | Record::ModuleUnload(_)
                 | Record::Symbols(_)
@@ -178,7 +184,7 @@ impl Record {
             Record::ReallocFailed(_) => "realloc_failed",
             Record::Map(_) => "map",
             Record::Unmap(_) => "unmap",
-            Record::Stack(_) => "stack",
+            Record::Stack(_) | Record::StackBranch(_) => "stack",
             Record::ModuleLoad(_) => "module_load",
             Record::ModuleUnload(_) => "module_unload",
             Record::Symbols(_) => "symbols",

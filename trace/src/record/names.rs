@@ -10,6 +10,24 @@ pub struct StackDef {
     pub frames: Vec<u64>,
 }
 
+/// A stack given as a branch of the trace's stack tree (since version 12): stacks share their
+/// callers, so each new stack adds only the frames no earlier stack had at its place in the tree.
+/// Node 0 is the root and holds no frame; the writer numbers the other nodes from 1 in the order it
+/// makes them. `frames`, outermost first, become nodes `first`, `first + 1`, ..., each the child
+/// of the one before, the first of them the child of node `parent`. Stack `id` is the innermost
+/// of them, or node `parent` itself when `frames` is empty.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackBranch {
+    /// The id events use.
+    pub id: u32,
+    /// The node the new frames hang below (0: the root).
+    pub parent: u32,
+    /// The number of the first new node.
+    pub first: u32,
+    /// The new frames, outermost first: return addresses and Python frames as in [`StackDef`].
+    pub frames: Vec<u64>,
+}
+
 /// A loaded segment of a module, in the process's addresses.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Segment {
