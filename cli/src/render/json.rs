@@ -1,5 +1,6 @@
 //! JSON: the `memshim.report/2` contract (each distinct frame once, in `frame_table`, and every
-//! `frames` list as indexes into it) and `diff`'s `memshim.diff/1`, pretty-printed.
+//! `frames` list as indexes into it) and `diff`'s `memshim.diff/1`, indented with arrays of numbers
+//! on one line (see `json_layout`).
 use std::io::{self, Write};
 
 use serde::Serialize;
@@ -13,7 +14,9 @@ use crate::report::model::Report;
 pub struct Json;
 
 fn write(model: &impl Serialize, out: &mut dyn Write) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, model).map_err(io::Error::other)?;
+    let mut ser =
+        serde_json::Serializer::with_formatter(&mut *out, super::json_layout::Layout::default());
+    model.serialize(&mut ser).map_err(io::Error::other)?;
     writeln!(out)
 }
 

@@ -4,6 +4,7 @@ pub mod changes;
 pub mod colour;
 pub mod html;
 pub mod json;
+mod json_layout;
 pub mod markdown;
 mod markdown_cells;
 mod markdown_diff;
