@@ -8,6 +8,7 @@ use memshim_trace::TraceReader;
 use super::apply::define_code;
 use super::frame_damage::FrameDamage;
 use super::replayed::{Replayed, MAX_MODULES, MAX_NOTES};
+use super::Detail;
 
 /// How reading a trace ended.
 pub(super) struct ReadEnd {
@@ -41,14 +42,23 @@ pub(super) fn read_end<R: std::io::Read>(
 
 /// Completes `r` after reading `path` up to `end`; `window_note` says the time window its events
 /// were filtered by, if they were. Appends notes: a caller that finishes again first takes them
-/// back.
-pub(super) fn finish(r: &mut Replayed, end: ReadEnd, window_note: Option<String>, path: &Path) {
+/// back. With `detail` [`Detail::Symbols`] the sites are not grouped by Python location: only
+/// reports group them.
+pub(super) fn finish(
+    r: &mut Replayed,
+    end: ReadEnd,
+    window_note: Option<String>,
+    path: &Path,
+    detail: Detail,
+) {
     for c in std::mem::take(&mut r.py_pending) {
         define_code(r, c);
     }
     r.counts = r.kinds.clone().into_map();
-    r.py_keys = crate::analysis::python_sites::location_keys(&r.stacks);
-    r.py_groups = crate::analysis::python_sites::groups(&r.py_keys);
+    if detail == Detail::Full {
+        r.py_keys = crate::analysis::python_sites::location_keys(&r.stacks);
+        r.py_groups = crate::analysis::python_sites::groups(&r.py_keys);
+    }
     r.notes.extend(window_note);
     if r.left_out.notes > 0 {
         r.notes.push(format!(

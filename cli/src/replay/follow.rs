@@ -132,7 +132,7 @@ impl Following {
         self.last_frames = self.reader.frames() - before;
         self.event_notes = self.r.notes.len();
         let end = read_end(&self.reader, truncated, self.corrupt.clone());
-        finish(&mut self.r, end, None, &self.path);
+        finish(&mut self.r, end, None, &self.path, super::Detail::Full);
         Ok(true)
     }
 }

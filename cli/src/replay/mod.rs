@@ -148,7 +148,7 @@ fn replay_inner(path: &Path, detail: Detail, window: Window) -> Result<Replayed>
             at(window.until_s, "the end")
         )
     });
-    finish(&mut r, end, window_note, path);
+    finish(&mut r, end, window_note, path, detail);
     Ok(r)
 }
 
