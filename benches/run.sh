@@ -3,7 +3,8 @@
 # sampling of one allocation per 512 KiB, the production mode; and sampling with every event
 # recorded) and under heaptrack, interleaved over ROUNDS rounds; 1 and 4 threads allocating; a
 # program forking 50 children; Python; prints one table of ratios against the bare runs; then the
-# report at scale side by side with heaptrack_print (benches/report_scale.sh).
+# report at scale side by side with heaptrack_print (benches/report_scale.sh); with TORCH_PY, a PyTorch
+# job's symbol pass and reports (benches/torch_job.sh).
 # Usage: bash benches/run.sh   (from the repository root; installs heaptrack from Debian if missing)
 # Environment: ROUNDS (default 3), N (allocations, default 2000000), TN (allocations per thread,
 # default 1000000), TORCH_PY (a Python with PyTorch: adds the PyTorch CPU training loop's rows).
@@ -165,3 +166,8 @@ fi
 echo "($ROUNDS interleaved rounds, $N allocations; $(nproc) cores, $(uname -m))"
 echo
 ROUNDS=$ROUNDS bash benches/report_scale.sh
+# The PyTorch job from start to report: the symbol pass and the reports of its trace.
+if [ -n "${TORCH_PY:-}" ] && "$TORCH_PY" -c 'import torch' >/dev/null 2>&1; then
+    echo
+    TORCH_PY=$TORCH_PY ROUNDS=$ROUNDS bash benches/torch_job.sh
+fi

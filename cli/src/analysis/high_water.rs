@@ -186,6 +186,15 @@ mod tests {
     }
 
     #[test]
+    fn a_history_takes_no_more_room_than_a_vec() {
+        // In place, the first point costs no room of its own (smallvec's `union` layout).
+        assert_eq!(
+            std::mem::size_of::<HighWater>(),
+            std::mem::size_of::<Vec<(u64, u64)>>() + 8
+        );
+    }
+
+    #[test]
     fn merging_walks_both_curves_as_sorting_them_together_would() {
         // Curves with equal times and equal points between them, thinned and not.
         for (n, m, step) in [(5u64, 7u64, 3u64), (40, 3, 2), (900, 1200, 1), (64, 64, 5)] {
