@@ -43,9 +43,9 @@ struct Cached {
 }
 
 /// The three flame graphs of `t`'s host heap. Each stack is placed once for all three, from its
-/// return addresses' frames made once each, and through its stack tree (see [`Along`]): a stack's
-/// callers are walked once for every stack that shares them, not once per stack (a CPU PyTorch
-/// trace's report, 1.16M stacks 75 frames deep, once took 70 s and 3 GB).
+/// return addresses' frames made once each, at the node its stack-tree node leads to (see
+/// [`Along`]): the callers a million stacks share are worked out once, not once per stack (a CPU
+/// PyTorch trace's report, 1.16M stacks 75 frames deep, once took 70 s and 3 GB).
 pub fn section(t: &Replayed, sym: &mut Symbolizer) -> FlameSection {
     let sampled = t.heap.sample_bytes > 0;
     let peak_sites = t.heap.peak_sites();
@@ -125,7 +125,7 @@ impl FrameCache {
         } = self;
         by_address.entry(addr).or_insert_with(|| {
             let mut frames = super::sites::address_frames(t, sym, addr);
-            // Hiding depends on the whole stack: it is worked out per stack, in `Along::place`.
+            // Hiding depends on where the stack's innermost Python frame is: `Along::fill`.
             short_names(&mut frames, cx);
             frames
                 .iter()
