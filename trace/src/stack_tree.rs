@@ -197,11 +197,6 @@ impl StackTree {
         (n != UNDEFINED).then_some(n)
     }
 
-    /// True when stack `id` is defined.
-    pub fn contains(&self, id: u32) -> bool {
-        self.node(id).is_some()
-    }
-
     /// The frames of stack `id`, innermost first, when it is defined.
     pub fn frames(&self, id: u32) -> Option<Frames<'_>> {
         Some(self.frames_from(self.node(id)?))
@@ -229,6 +224,24 @@ impl StackTree {
             return None;
         }
         Some((self.frames[node as usize], parent))
+    }
+
+    /// A value for every node (indexed by node), worked out from its parent's value and its own
+    /// frame, in one pass: node numbers are in the order nodes were made, a parent before its
+    /// children, so each parent's value is done first and mostly nearby, and no stack's callers
+    /// are walked again. The root, placeholders and a node whose parent was never defined start
+    /// from `root`.
+    pub fn scan<T: Copy>(&self, root: T, mut f: impl FnMut(T, u64) -> T) -> Vec<T> {
+        let mut out = Vec::with_capacity(self.parents.len());
+        out.push(root);
+        for (&parent, &frame) in self.parents.iter().zip(&self.frames).skip(1) {
+            let value = match parent {
+                PLACEHOLDER => root,
+                p => f(out.get(p as usize).copied().unwrap_or(root), frame),
+            };
+            out.push(value);
+        }
+        out
     }
 
     /// How many stacks are defined.

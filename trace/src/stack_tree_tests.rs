@@ -120,3 +120,19 @@ fn a_chain_deeper_than_any_stack_hands_out_at_most_max_frames() {
     }
     assert_eq!(t.frames(MAX_FRAMES as u32 + 9).unwrap().count(), MAX_FRAMES);
 }
+
+#[test]
+fn a_scan_reads_each_parents_value_and_starts_afresh_below_a_lost_node() {
+    let mut t = StackTree::default();
+    t.branch(&branch(0, 0, 1, &[30, 20]));
+    t.branch(&branch(1, 2, 3, &[10]));
+    // Node 4 was in a lost frame; 5 hangs below it.
+    t.branch(&branch(2, 4, 5, &[9]));
+    let sums = t.scan(0u64, |above, frame| above + frame);
+    assert_eq!(sums.len(), t.node_count());
+    let at = |id| sums[t.node(id).unwrap() as usize];
+    assert_eq!(at(0), 50);
+    assert_eq!(at(1), 60);
+    assert_eq!(at(2), 9, "below a placeholder, only the stack's own frames");
+    assert_eq!(sums[0], 0);
+}

@@ -20,60 +20,31 @@ fn is_python(frame: u64) -> bool {
     matches!(FrameRef::decode(frame), FrameRef::Python { .. })
 }
 
-/// Not worked out yet (see [`location_keys`]).
-const UNKNOWN: u32 = u32::MAX;
-
 /// Each stack id with Python frames, mapped to a number for its Python frames (its location):
 /// stacks with the same Python frames get the same number. Worked out once per trace, since a
 /// PyTorch job's thousands of stacks are 150 frames deep and every grouping below needs the keys
 /// (they were rebuilt for each kind of memory, 17% of such a report's time).
 ///
 /// A node's location is its parent's, extended by its own frame when that is a Python frame: each
-/// node of the stack tree is worked out once, so a PyTorch job's million stacks of 75 frames cost
-/// the 7 million nodes of their tree, not 87 million frames. Number 0 is no Python frame at all.
+/// node of the stack tree is worked out once (`StackTree::scan`), so a PyTorch job's million stacks
+/// of 75 frames cost the 7 million nodes of their tree, not 87 million frames. Number 0 is no
+/// Python frame at all.
 pub fn location_keys(stacks: &StackTree) -> HashMap<u32, u32> {
-    let mut memo: Vec<u32> = vec![UNKNOWN; stacks.node_count()];
-    if let Some(root) = memo.first_mut() {
-        *root = 0;
-    }
     let mut numbers: HashMap<(u32, u64), u32> = HashMap::default();
-    let mut path: Vec<(u32, u64)> = Vec::new();
-    let mut out = HashMap::default();
-    for id in stacks.ids() {
-        let Some(leaf) = stacks.node(id) else {
-            continue;
-        };
-        let mut node = leaf;
-        path.clear();
-        // Up to the first node worked out; a node below a lost one starts from no location.
-        let base = loop {
-            match memo.get(node as usize) {
-                Some(&known) if known != UNKNOWN => break known,
-                Some(_) => {}
-                None => break 0,
-            }
-            match stacks.step(node) {
-                Some((frame, parent)) => {
-                    path.push((node, frame));
-                    node = parent;
-                }
-                None => break 0,
-            }
-        };
-        let mut location = base;
-        for &(node, frame) in path.iter().rev() {
-            if is_python(frame) {
-                let next = numbers.len() as u32 + 1;
-                location = *numbers.entry((location, frame)).or_insert(next);
-            }
-            memo[node as usize] = location;
+    let locations = stacks.scan(0u32, |location, frame| {
+        if !is_python(frame) {
+            return location;
         }
-        let location = memo.get(leaf as usize).copied().unwrap_or(0);
-        if location != 0 {
-            out.insert(id, location);
-        }
-    }
-    out
+        let next = numbers.len() as u32 + 1;
+        *numbers.entry((location, frame)).or_insert(next)
+    });
+    stacks
+        .ids()
+        .filter_map(|id| {
+            let location = locations[stacks.node(id)? as usize];
+            (location != 0).then_some((id, location))
+        })
+        .collect()
 }
 
 /// Maps each stack id whose Python frames another, smaller stack id shares to that id; `keys`

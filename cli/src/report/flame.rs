@@ -83,8 +83,7 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> FlameSection {
         by_address: HashMap::default(),
     };
     let mut b = Builder::new();
-    let mut along = Along::new(t.stacks.node_count());
-    along.fill(t, sym, &mut frames, &mut b);
+    let along = along(t, sym, &mut frames, &mut b);
     for id in ids {
         // A weighting a stack has no bytes in does not see it, blocks and all.
         let w: Weights =
@@ -95,7 +94,7 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> FlameSection {
         // A stack never defined has no frames: the root alone carries it.
         let at = match t.stacks.node(id) {
             None => Some(0),
-            Some(leaf) => along.place(t, sym, leaf, &mut frames, &mut b),
+            Some(leaf) => place(t, sym, &along, leaf, &mut frames, &mut b),
         };
         if let Some(at) = at {
             b.add(at, w);
@@ -125,7 +124,7 @@ impl FrameCache {
         } = self;
         by_address.entry(addr).or_insert_with(|| {
             let mut frames = super::sites::address_frames(t, sym, addr);
-            // Hiding depends on where the stack's innermost Python frame is: `Along::fill`.
+            // Hiding depends on where the stack's innermost Python frame is: see `along`.
             short_names(&mut frames, cx);
             frames
                 .iter()
@@ -140,130 +139,95 @@ impl FrameCache {
     }
 }
 
-/// Not worked out yet.
-const UNKNOWN: u32 = u32::MAX;
 const DRIVER: u8 = 1;
 const PYTHON: u8 = 2;
 
-/// What the flame graphs know of each node of the stack tree, worked out once per node from its
-/// parent's, so that placing a stack costs one lookup. Which frames a stack shows depends on where
-/// its innermost Python frame is (see `frame_marks::hidden`): outside it only Python frames show,
-/// inside it the native frames but start-up's and the interpreter's; without one, every frame but
-/// start-up's. Each of those is a path from the root that a node extends from its parent's.
+/// What the flame graphs know of a node of the stack tree, worked out from its parent's (see
+/// [`along`]). Which frames a stack shows depends on where its innermost Python frame is (see
+/// `frame_marks::hidden`): outside it only Python frames show, inside it the native frames but
+/// start-up's and the interpreter's; without one, every frame but start-up's. Each of those is a
+/// path from the root that a node extends from its parent's.
+#[derive(Clone, Copy, Default)]
 struct Along {
     /// The tree node of the shown Python frames from the root to here.
-    python: Vec<u32>,
+    python: u32,
     /// The tree node a stack whose innermost frame is here ends at.
-    at: Vec<u32>,
+    at: u32,
     /// [`DRIVER`]: a CUDA driver frame here or above; [`PYTHON`]: a Python frame here or above.
-    flags: Vec<u8>,
+    flags: u8,
 }
 
-impl Along {
-    fn new(nodes: usize) -> Along {
-        let mut python = vec![UNKNOWN; nodes];
-        let mut at = vec![UNKNOWN; nodes];
-        if nodes > 0 {
-            python[0] = 0;
-            at[0] = 0;
-        }
-        Along {
-            python,
+/// [`Along`] for every node of `t`'s stack tree, so that placing a stack costs one lookup.
+fn along(
+    t: &Replayed,
+    sym: &mut Symbolizer,
+    frames: &mut FrameCache,
+    b: &mut Builder,
+) -> Vec<Along> {
+    let all_frames = frames.cx.all_frames;
+    let inside = |c: &Cached| !c.traits.startup && !c.traits.interpreter;
+    t.stacks.scan(Along::default(), |above, frame| {
+        let Along {
+            mut python,
             at,
-            flags: vec![0; nodes],
-        }
-    }
-
-    /// The tree node the stack whose innermost node is `leaf` ends at; `None` for the CUDA
-    /// driver's own stacks.
-    fn place(
-        &mut self,
-        t: &Replayed,
-        sym: &mut Symbolizer,
-        leaf: u32,
-        frames: &mut FrameCache,
-        b: &mut Builder,
-    ) -> Option<u32> {
-        if self.flags[leaf as usize] & DRIVER != 0 {
-            return None;
-        }
-        let at = self.at[leaf as usize];
-        if at != 0 {
-            return Some(at);
-        }
-        // Nothing shown: every frame is hidden (or the stack has none), as `path` says.
-        let leaf_frames: Vec<u64> = t.stacks.frames_from(leaf).collect();
-        for &a in &leaf_frames {
-            frames.of(t, sym, a);
-        }
-        let all = leaf_frames.iter().flat_map(|a| frames.by_address[a].iter());
-        path(all, frames.cx.all_frames).map(|p| b.path(&p))
-    }
-
-    /// Works out every node, parents first: node numbers are in the order nodes were made, a
-    /// parent before its children, so one pass in order reads each parent's numbers already done
-    /// (and mostly nearby), with no walk up the tree per stack.
-    fn fill(
-        &mut self,
-        t: &Replayed,
-        sym: &mut Symbolizer,
-        frames: &mut FrameCache,
-        b: &mut Builder,
-    ) {
-        let all_frames = frames.cx.all_frames;
-        let inside = |c: &Cached| !c.traits.startup && !c.traits.interpreter;
-        for n in 1..self.python.len() {
-            // Placeholders for lost nodes stay unknown: no stack reaches them.
-            let Some((frame, parent)) = t.stacks.step(n as u32) else {
-                continue;
-            };
-            // A node below a lost one starts afresh, as its frames do.
-            let p = parent as usize;
-            let (mut python, at, above) = match self.python.get(p) {
-                Some(&python) if python != UNKNOWN => (python, self.at[p], self.flags[p]),
-                _ => (0, 0, 0),
-            };
-            let mut flags = above;
-            // Innermost first.
-            let own = frames.of(t, sym, frame);
-            for c in own.iter().rev() {
-                if c.driver {
-                    flags |= DRIVER;
-                }
-                if c.traits.python {
-                    flags |= PYTHON;
-                    if !c.traits.import {
-                        python = b.child(python, c.name, c.kind);
-                    }
+            mut flags,
+        } = above;
+        // Innermost first.
+        let own = frames.of(t, sym, frame);
+        for c in own.iter().rev() {
+            if c.driver {
+                flags |= DRIVER;
+            }
+            if c.traits.python {
+                flags |= PYTHON;
+                if !c.traits.import {
+                    python = b.child(python, c.name, c.kind);
                 }
             }
-            let first_python = own.iter().position(|c| c.traits.python);
-            let at = if all_frames {
-                own.iter()
-                    .rev()
-                    .fold(at, |at, c| b.child(at, c.name, c.kind))
-            } else if let Some(e) = first_python {
-                own[..e]
-                    .iter()
-                    .rev()
-                    .filter(|c| inside(c))
-                    .fold(python, |at, c| b.child(at, c.name, c.kind))
-            } else if above & PYTHON != 0 {
-                own.iter()
-                    .rev()
-                    .filter(|c| inside(c))
-                    .fold(at, |at, c| b.child(at, c.name, c.kind))
-            } else {
-                own.iter()
-                    .rev()
-                    .filter(|c| !c.traits.startup)
-                    .fold(at, |at, c| b.child(at, c.name, c.kind))
-            };
-            self.python[n] = python;
-            self.at[n] = at;
-            self.flags[n] = flags;
         }
+        let extend = |at: u32, shown: &dyn Fn(&Cached) -> bool, own: &[Cached], b: &mut Builder| {
+            own.iter()
+                .rev()
+                .filter(|c| shown(c))
+                .fold(at, |at, c| b.child(at, c.name, c.kind))
+        };
+        let at = if all_frames {
+            extend(at, &|_| true, own, b)
+        } else if let Some(e) = own.iter().position(|c| c.traits.python) {
+            extend(python, &inside, &own[..e], b)
+        } else if above.flags & PYTHON != 0 {
+            extend(at, &inside, own, b)
+        } else {
+            extend(at, &|c| !c.traits.startup, own, b)
+        };
+        Along { python, at, flags }
+    })
+}
+
+/// The tree node the stack whose innermost node is `leaf` ends at; `None` for the CUDA driver's
+/// own stacks.
+fn place(
+    t: &Replayed,
+    sym: &mut Symbolizer,
+    along: &[Along],
+    leaf: u32,
+    frames: &mut FrameCache,
+    b: &mut Builder,
+) -> Option<u32> {
+    let here = along[leaf as usize];
+    if here.flags & DRIVER != 0 {
+        return None;
     }
+    if here.at != 0 {
+        return Some(here.at);
+    }
+    // Nothing shown: every frame is hidden (or the stack has none), as `path` says.
+    let leaf_frames: Vec<u64> = t.stacks.frames_from(leaf).collect();
+    for &a in &leaf_frames {
+        frames.of(t, sym, a);
+    }
+    let all = leaf_frames.iter().flat_map(|a| frames.by_address[a].iter());
+    path(all, frames.cx.all_frames).map(|p| b.path(&p))
 }
 
 /// A stack's path from its frames (innermost first): the frames the reports show, outermost
