@@ -16,6 +16,7 @@ use anyhow::{Context, Result};
 use memshim_trace::{Event, Note, Record, SymFrame, Symbol, TraceWriter};
 
 use crate::replay;
+use crate::symbol_cache::DiskCache;
 use crate::symbolize::Symbolizer;
 
 /// What appending found.
@@ -51,7 +52,10 @@ impl AddedBy {
 }
 
 /// Appends symbols for the addresses the trace does not name yet, with a note saying `by` whom.
-pub fn append(path: &Path, by: AddedBy) -> Result<Appended> {
+/// `disk` is the on-disk cache of names, shared by the traces of one run: a job's processes load
+/// the same libraries (the workers of a PyTorch job each load libtorch, whose cache is 150,000
+/// addresses), read from disk once for all of them.
+pub fn append(path: &Path, by: AddedBy, disk: &mut DiskCache) -> Result<Appended> {
     let t = replay::replay_with(path, replay::Detail::Symbols)?;
     let mut size = std::fs::metadata(path)
         .with_context(|| format!("cannot read {}", path.display()))?
@@ -84,14 +88,14 @@ pub fn append(path: &Path, by: AddedBy) -> Result<Appended> {
         .filter(|a| !t.symbols.contains_key(a))
         .collect();
     addrs.sort_unstable();
-    let mut sym = Symbolizer::default();
+    let mut sym = Symbolizer::with_disk(std::mem::take(disk));
     let symbols: Vec<Symbol> = addrs
         .into_iter()
         .filter_map(|addr| {
-            let frames = sym.frames(&t, addr);
-            frames.iter().any(|f| f.function.is_some()).then(|| Symbol {
+            let names = sym.names(&t, addr);
+            names.iter().any(|f| f.function.is_some()).then(|| Symbol {
                 addr,
-                frames: frames
+                frames: names
                     .into_iter()
                     .map(|f| SymFrame {
                         function: f.function,
@@ -103,6 +107,7 @@ pub fn append(path: &Path, by: AddedBy) -> Result<Appended> {
         })
         .collect();
     sym.save_cache();
+    *disk = sym.into_disk();
     if symbols.is_empty() {
         return Ok(done(0));
     }

@@ -10,7 +10,7 @@ use memshim_trace::FrameRef;
 use object::{Object, ReadCache};
 
 use crate::replay::{LoadedModule, Replayed};
-use crate::symbol_cache::Cached;
+use crate::symbol_cache::{Cached, DiskCache};
 
 /// One frame of a report.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,10 +47,25 @@ enum Unusable {
 pub struct Symbolizer {
     loaders: HashMap<String, Result<Loader, Unusable>>,
     cache: HashMap<u64, Vec<Frame>>,
-    disk: crate::symbol_cache::DiskCache,
+    disk: DiskCache,
 }
 
 impl Symbolizer {
+    /// A symbolizer that names from `disk`: the symbol pass after a run shares one on-disk cache
+    /// between its traces (see `append_symbols`).
+    pub fn with_disk(disk: DiskCache) -> Symbolizer {
+        Symbolizer {
+            loaders: HashMap::default(),
+            cache: HashMap::default(),
+            disk,
+        }
+    }
+
+    /// The on-disk cache, with what this symbolizer added to it.
+    pub fn into_disk(self) -> DiskCache {
+        self.disk
+    }
+
     /// The frames of one return address of `trace` (inlined calls give several, innermost first).
     pub fn frames(&mut self, trace: &Replayed, addr: u64) -> Vec<Frame> {
         if let Some(f) = self.cache.get(&addr) {
@@ -110,26 +125,41 @@ impl Symbolizer {
     }
 
     fn offline(&mut self, m: &LoadedModule, addr: u64) -> Vec<Frame> {
-        let path = m.module.path.clone();
-        // A return address points after the call; the call itself is one byte earlier.
-        let probe = addr.wrapping_sub(m.module.base).wrapping_sub(1);
         let frame = |c: Cached| Frame {
             function: c.function,
             file: c.file,
             line: c.line,
-            module: Some(path.clone()),
+            module: Some(m.module.path.clone()),
             address: addr,
             offset: Some(addr.wrapping_sub(m.module.base)),
             python: false,
             lent: false,
         };
-        if let Some(hit) = self.disk.get(&m.module.build_id, probe) {
-            return hit.into_iter().map(frame).collect();
+        self.named(m, addr).into_iter().map(frame).collect()
+    }
+
+    /// What the file of `addr`'s module (or the on-disk cache) names `addr`, for an address the
+    /// trace does not name itself: the symbol pass after a run asks only this, for each address
+    /// once, so it keeps none of [`Symbolizer::frames`]' per-address frames (a PyTorch job has
+    /// 150,000 addresses, each with its strings cloned three times there).
+    pub fn names(&mut self, trace: &Replayed, addr: u64) -> Vec<Cached> {
+        match find_module(&trace.modules, addr) {
+            Some(m) => self.named(m, addr),
+            None => Vec::new(),
         }
+    }
+
+    fn named(&mut self, m: &LoadedModule, addr: u64) -> Vec<Cached> {
+        // A return address points after the call; the call itself is one byte earlier.
+        let probe = addr.wrapping_sub(m.module.base).wrapping_sub(1);
+        if let Some(hit) = self.disk.get(&m.module.build_id, probe) {
+            return hit;
+        }
+        let path = &m.module.path;
         let loader = self
             .loaders
             .entry(path.clone())
-            .or_insert_with(|| open_checked(&path, &m.module.build_id));
+            .or_insert_with(|| open_checked(path, &m.module.build_id));
         let Ok(loader) = loader else {
             return Vec::new();
         };
@@ -161,7 +191,7 @@ impl Symbolizer {
             }
         }
         self.disk.put(&m.module.build_id, probe, out.clone());
-        out.into_iter().map(frame).collect()
+        out
     }
 
     /// Keeps what was named offline for the next run (see `symbol_cache`).

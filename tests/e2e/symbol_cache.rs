@@ -56,3 +56,39 @@ fn a_second_run_takes_its_names_from_the_cache() {
         "leak_malloc_from_cache",
     );
 }
+
+#[test]
+fn the_processes_of_one_run_share_the_cache() {
+    let dir = TestDir::new("symbol_cache_shared");
+    let prog = dir.compile("fork.c");
+    let cache = dir.path("symcache");
+    run_with_cache(&dir, &prog, "t", &cache);
+    let report = report_json(&dir.path("t"));
+    let procs = processes_by_exe(&report, "fork");
+    assert_eq!(procs.len(), 2, "{}", dump(&report));
+    // The child's trace is named from what the parent's added to the cache, kept between the two.
+    let named: Vec<&str> = ["parent_leak", "child_leak"]
+        .into_iter()
+        .filter(|f| {
+            procs
+                .iter()
+                .any(|p| sites(p, "host").iter().any(|s| frame_index(s, f).is_some()))
+        })
+        .collect();
+    assert_eq!(named, ["parent_leak", "child_leak"]);
+    let texts: Vec<String> = std::fs::read_dir(&cache)
+        .expect("the cache directory exists")
+        .map(|e| std::fs::read_to_string(e.expect("an entry").path()).expect("a cache file"))
+        .collect();
+    let holding = |f: &str| {
+        texts
+            .iter()
+            .filter(|t| t.contains(&format!("\"{f}\"")))
+            .count()
+    };
+    assert_eq!(
+        (holding("parent_leak"), holding("child_leak")),
+        (1, 1),
+        "one file for the binary, with both processes' names"
+    );
+}

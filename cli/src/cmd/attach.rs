@@ -102,8 +102,9 @@ fn trace_for(
     } else {
         crate::append_symbols::AddedBy::Detach
     };
+    let mut names = crate::symbol_cache::DiskCache::default();
     for trace in traces::in_dir(dir)? {
-        if let Err(e) = crate::append_symbols::append(&trace, by) {
+        if let Err(e) = crate::append_symbols::append(&trace, by, &mut names) {
             eprintln!(
                 "memshim: warning: {e:#} (the report will name frames from the files on disk)"
             );

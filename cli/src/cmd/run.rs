@@ -111,8 +111,10 @@ pub fn run(
         }
     };
     let mut empty = Vec::new();
+    let mut names = crate::symbol_cache::DiskCache::default();
     for trace in &found {
-        match crate::append_symbols::append(trace, crate::append_symbols::AddedBy::Run) {
+        match crate::append_symbols::append(trace, crate::append_symbols::AddedBy::Run, &mut names)
+        {
             Ok(a) if a.recorded_nothing => empty.push(trace),
             Ok(_) => {}
             // The file-size limit the command ran under is memshim's too: the shim has already said
