@@ -82,8 +82,8 @@ pub fn site_stats(t: &Replayed, memory: Memory, at_peak: bool) -> Vec<(u32, Site
 /// A frame's name: its function, or `module+0xoffset` when it has no symbol (the same in every run).
 pub fn name(f: &FrameOut) -> String {
     f.function
-        .clone()
-        .unwrap_or_else(|| crate::report::model::frame::place(f))
+        .as_deref()
+        .map_or_else(|| crate::report::model::frame::place(f), str::to_string)
 }
 
 /// Semicolons separate frames and the last space separates the weight: keep both out of names.

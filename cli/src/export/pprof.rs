@@ -151,7 +151,7 @@ impl Profile {
     /// their return address, Python frames (whose addresses the shim made up) have none.
     fn location(&mut self, f: &FrameOut) -> u64 {
         let name = match &f.function {
-            Some(n) => n.clone(),
+            Some(n) => n.to_string(),
             None => format!(
                 "{} {}",
                 f.module

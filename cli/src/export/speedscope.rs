@@ -33,7 +33,7 @@ pub fn write(
                 .rev()
                 .map(|f| {
                     let label = name(f);
-                    let key = (label.clone(), f.file.clone(), f.line);
+                    let key = (label.clone(), f.file.as_deref().map(str::to_string), f.line);
                     let next = shared.len();
                     *index.entry(key).or_insert_with(|| {
                         let mut frame = json!({ "name": label });

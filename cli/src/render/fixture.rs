@@ -6,7 +6,7 @@ fn frame(function: &str, file: &str, line: u32) -> FrameOut {
     FrameOut {
         kind: "native",
         function: Some(function.into()),
-        file: Some(format!("/src/{file}")),
+        file: Some(format!("/src/{file}").into()),
         line: Some(line),
         module: Some("/app/train".into()),
         address: "0x401234".into(),

@@ -397,7 +397,7 @@ mod tests {
             let frames = p.leaks.host.sites[0].frames.clone();
             for i in 0..400 {
                 let mut f = frames.clone();
-                f[0].function = Some(format!("allocate_{i}"));
+                f[0].function = Some(format!("allocate_{i}").into());
                 p.leaks.host.sites.push(crate::report::model::Site {
                     owner: "program",
                     suppressed_by: None,

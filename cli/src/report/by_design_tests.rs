@@ -5,10 +5,10 @@ const LIBC: &str = "/lib/x86_64-linux-gnu/libc.so.6";
 fn frame(function: &str, module: &str) -> FrameOut {
     FrameOut {
         kind: "native",
-        function: (!function.is_empty()).then(|| function.to_string()),
+        function: (!function.is_empty()).then(|| function.into()),
         file: None,
         line: None,
-        module: Some(module.to_string()),
+        module: Some(module.into()),
         address: "0x1".into(),
         main_thread: false,
         offset: None,

@@ -199,7 +199,7 @@ fn key(frames: &[FrameOut]) -> Vec<String> {
             // `<module>` is every script's: a Python frame is named with its file (not its line,
             // which a fix moves).
             (Some(func), Some(file)) if f.kind == "python" => format!("{func} ({file})"),
-            (Some(func), _) => func.clone(),
+            (Some(func), _) => func.to_string(),
             (None, _) => super::model::frame::place(f),
         })
         .collect()

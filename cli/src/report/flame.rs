@@ -249,8 +249,8 @@ fn path<'a>(frames: impl Iterator<Item = &'a Cached>, all_frames: bool) -> Path 
 pub fn label(f: &FrameOut) -> String {
     let func = f
         .function
-        .clone()
-        .unwrap_or_else(|| super::model::frame::place(f));
+        .as_deref()
+        .map_or_else(|| super::model::frame::place(f), str::to_string);
     if f.kind != "python" {
         return func;
     }

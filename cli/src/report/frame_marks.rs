@@ -53,7 +53,8 @@ pub fn short_names(frames: &mut [FrameOut], cx: &FrameContext) {
         f.short_file = f
             .file
             .as_deref()
-            .and_then(|file| short_python_file(file, cx.script_dir.as_deref()));
+            .and_then(|file| short_python_file(file, cx.script_dir.as_deref()))
+            .map(Into::into);
     }
 }
 

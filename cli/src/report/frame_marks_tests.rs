@@ -4,10 +4,10 @@ use crate::report::model::frame::shown;
 fn native(function: &str, module: &str) -> FrameOut {
     FrameOut {
         kind: "native",
-        function: (!function.is_empty()).then(|| function.to_string()),
+        function: (!function.is_empty()).then(|| function.into()),
         file: None,
         line: None,
-        module: Some(module.to_string()),
+        module: Some(module.into()),
         address: "0x55d0c0de1121".into(),
         main_thread: false,
         offset: Some("0x1121".into()),
@@ -19,7 +19,7 @@ fn native(function: &str, module: &str) -> FrameOut {
 fn python(function: &str, file: &str) -> FrameOut {
     FrameOut {
         kind: "python",
-        file: Some(file.to_string()),
+        file: Some(file.into()),
         line: Some(3),
         module: None,
         offset: None,

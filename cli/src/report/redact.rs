@@ -169,8 +169,8 @@ pub fn redact(report: &mut Report, r: &Redactions) {
 }
 
 fn redact_frame(f: &mut FrameOut, r: &Redactions) {
-    f.file = f.file.as_deref().map(|s| r.text(s));
-    f.module = f.module.as_deref().map(|s| r.text(s));
+    f.file = f.file.as_deref().map(|s| r.text(s).into());
+    f.module = f.module.as_deref().map(|s| r.text(s).into());
 }
 
 #[cfg(test)]

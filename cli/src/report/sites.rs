@@ -125,11 +125,34 @@ pub fn ranked_sites(
         .collect()
 }
 
+/// The frames of stack `stack`, innermost first, marked. Each address's frames come from the memo
+/// when a report is being built (see [`with_frame_memo`]): copied from it into a list sized once,
+/// since a PyTorch job's report holds the frames of ten thousand sites of 150 frames each (a list
+/// grown by doubling was half empty, and each address's frames cloned twice on the way).
 pub fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
     let Some(addrs) = t.stacks.frames(stack) else {
         return Vec::new();
     };
-    let mut out: Vec<FrameOut> = addrs.flat_map(|a| address_frames(t, sym, a)).collect();
+    let mut out: Vec<FrameOut> = MEMO.with(|m| {
+        let mut memo = m.borrow_mut();
+        let Some(memo) = memo.as_mut() else {
+            return addrs
+                .flat_map(|a| build_address_frames(t, sym, a))
+                .collect();
+        };
+        let mut len = 0;
+        for a in addrs.clone() {
+            len += memo
+                .entry(a)
+                .or_insert_with(|| build_address_frames(t, sym, a))
+                .len();
+        }
+        let mut out = Vec::with_capacity(len);
+        for a in addrs {
+            out.extend_from_slice(&memo[&a]);
+        }
+        out
+    });
     super::frame_marks::mark(&mut out, &super::frame_marks::FrameContext::of(t));
     out
 }
@@ -175,13 +198,13 @@ fn build_address_frames(t: &Replayed, sym: &mut Symbolizer, addr: u64) -> Vec<Fr
         .into_iter()
         .map(|f| FrameOut {
             kind: if f.python { "python" } else { "native" },
-            function: f.function,
-            file: f.file,
+            function: f.function.map(Into::into),
+            file: f.file.map(Into::into),
             line: f.line,
-            module: f.module,
-            address: format!("{:#x}", f.address),
+            module: f.module.map(Into::into),
+            address: format!("{:#x}", f.address).into(),
             main_thread: f.lent,
-            offset: f.offset.map(|o| format!("{o:#x}")),
+            offset: f.offset.map(|o| format!("{o:#x}").into()),
             hidden: None,
             short_file: None,
         })

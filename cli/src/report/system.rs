@@ -285,11 +285,11 @@ mod tests {
     fn the_largest_remote_buffer_is_named_with_its_nodes_and_site() {
         let frame = |function: &str, file: Option<&str>, line: Option<u32>| FrameOut {
             kind: "native",
-            function: Some(function.to_string()),
-            file: file.map(str::to_string),
+            function: Some(function.into()),
+            file: file.map(Into::into),
             line,
-            module: Some("/tmp/numa_cross_node".to_string()),
-            address: "0x1000".to_string(),
+            module: Some("/tmp/numa_cross_node".into()),
+            address: "0x1000".into(),
             main_thread: false,
             offset: None,
             hidden: None,

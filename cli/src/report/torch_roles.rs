@@ -88,11 +88,11 @@ mod tests {
     fn py(function: &str, file: &str) -> FrameOut {
         FrameOut {
             kind: "python",
-            function: Some(function.to_string()),
-            file: Some(file.to_string()),
+            function: Some(function.into()),
+            file: Some(file.into()),
             line: Some(1),
             module: None,
-            address: "0x0".to_string(),
+            address: "0x0".into(),
             main_thread: false,
             offset: None,
             hidden: None,
@@ -103,7 +103,7 @@ mod tests {
     fn native(function: &str) -> FrameOut {
         FrameOut {
             kind: "native",
-            function: Some(function.to_string()),
+            function: Some(function.into()),
             ..py("", "")
         }
     }

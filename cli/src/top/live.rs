@@ -239,7 +239,7 @@ fn label(frames: &[FrameOut]) -> String {
     site_label::label(frames).unwrap_or_else(|| {
         frames
             .first()
-            .map_or_else(|| "an unnamed site".to_string(), |f| f.address.clone())
+            .map_or_else(|| "an unnamed site".to_string(), |f| f.address.to_string())
     })
 }
 
