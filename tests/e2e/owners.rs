@@ -223,3 +223,43 @@ fn suppressions_set_named_leaks_apart_with_exact_bytes_and_the_gate_honours_them
     );
     assert!(!dir.path("never").exists(), "the command ran");
 }
+
+#[test]
+fn a_rust_programs_leaks_are_named_past_the_standard_library() {
+    let dir = TestDir::new("owners_rust");
+    let prog = dir.compile_rust("leaky.rs");
+    let (_, report) = traced(&dir, &prog, &NO_ARGS);
+    let p = process_by_exe(&report, "leaky");
+    let host = &p["leaks"]["host"];
+    // leaky.rs's header: the Vec's last buffer (1024 u64) and the String, both the program's.
+    let own: Vec<&Value> = sites(p, "host")
+        .iter()
+        .filter(|s| s["owner"] == "program")
+        .collect();
+    assert_eq!(own.len(), 2, "{host:#}");
+    assert_eq!(own[0]["bytes"], 8192, "{:#}", own[0]);
+    assert_eq!(
+        own_bytes(host),
+        8192 + own[1]["bytes"].as_u64().unwrap_or(0)
+    );
+    // What the runtime set up before main (the stack-overflow handler's records) is its own.
+    let runtime: Vec<&Value> = sites(p, "host")
+        .iter()
+        .filter(|s| s["owner"] == "rust_runtime")
+        .collect();
+    assert!(!runtime.is_empty(), "{host:#}");
+    assert!(runtime
+        .iter()
+        .all(|s| frames(s).iter().any(|f| f["function"] == "std::rt::init")));
+
+    let text = report_text(&dir.traces(), &[]);
+    assert!(
+        text.contains("from 2 sites never freed; the most at leaky::load (leaky.rs:13)\n"),
+        "{text}"
+    );
+    assert!(text.contains("leaky::greet (leaky.rs:20)"), "{text}");
+    assert!(
+        text.contains("allocated once by design by the Rust runtime at start-up"),
+        "{text}"
+    );
+}

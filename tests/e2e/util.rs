@@ -83,6 +83,30 @@ impl TestDir {
         self.compile_with(src, &out, &["-g", "-O0"])
     }
 
+    /// Compiles `examples/rust/<src>` with `rustc -g -C opt-level=0` (`RUSTC` names another) into
+    /// this directory; returns the program's path.
+    pub fn compile_rust(&self, src: &str) -> PathBuf {
+        let out = self
+            .root
+            .join(Path::new(src).file_stem().expect("a source file name"));
+        let src_path = examples_dir().join("../rust").join(src);
+        let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
+        let mut cmd = Command::new(&rustc);
+        cmd.args(["-g", "-C", "opt-level=0", "-o"])
+            .arg(&out)
+            .arg(&src_path);
+        let output = cmd
+            .output()
+            .unwrap_or_else(|e| panic!("cannot start `{rustc}` (RUSTC): {e}"));
+        assert!(
+            output.status.success(),
+            "compiling {} failed ({cmd:?}):\n{}",
+            src_path.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        out
+    }
+
     /// Compiles `examples/c/<src>` into `<dir>/<out>` with `flags` (after the source, so `-l` works).
     pub fn compile_with(&self, src: &str, out: &str, flags: &[&str]) -> PathBuf {
         let cxx = src.ends_with(".cpp") || src.ends_with(".cc");

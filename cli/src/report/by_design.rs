@@ -14,7 +14,11 @@
 //!   any allocation with `Py_InitializeFromConfig`, `Py_PreInitialize*`, `pymain_init`, `pyinit_*`
 //!   or `init_interp_main` on its stack (the call chain that initialisation is, whether `python3`
 //!   runs a script or a program embeds the interpreter). Memory the script's own imports allocate
-//!   is the program's: it runs under `pymain_run_python`, outside that chain.
+//!   is the program's: it runs under `pymain_run_python`, outside that chain;
+//! - `rust_runtime`: the Rust standard library's set-up before a Rust program's `main` runs, any
+//!   allocation with `std::rt::init` on its stack (the stack-overflow handler's thread records,
+//!   the program's arguments). The program's `main` runs under `std::rt::lang_start_internal`,
+//!   outside that call.
 //!
 //! A program's own call into the C library (`strdup`, `fopen`'s stream, `getline`'s line) is still
 //! the program's: only the frames between the allocator and the first frame outside the system
@@ -48,10 +52,21 @@ pub fn owner(frames: &[FrameOut]) -> Option<&'static str> {
     if frames.iter().any(is_interpreter_init) {
         return Some("interpreter");
     }
+    if frames.iter().any(is_rust_runtime_init) {
+        return Some("rust_runtime");
+    }
     if inner.first().is_some_and(|f| is_go_runtime(f)) {
         return Some("go_runtime");
     }
     None
+}
+
+/// The Rust standard library's set-up call, by its name with or without the crate's hash.
+fn is_rust_runtime_init(f: &FrameOut) -> bool {
+    f.function
+        .as_deref()
+        .and_then(|func| func.strip_prefix("std::rt::init"))
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with("::h"))
 }
 
 /// A function of the Go runtime or of its C glue (the `runtime/cgo` package).
@@ -65,7 +80,7 @@ fn is_go_runtime(f: &FrameOut) -> bool {
 pub fn is_by_design(owner: &str) -> bool {
     matches!(
         owner,
-        "c_library" | "cxx_runtime" | "interpreter" | "go_runtime"
+        "c_library" | "cxx_runtime" | "interpreter" | "go_runtime" | "rust_runtime"
     )
 }
 
@@ -76,6 +91,7 @@ pub fn describe(owner: &str) -> &'static str {
         "cxx_runtime" => "the C++ runtime (its emergency exception pool)",
         "interpreter" => "the Python interpreter at start-up",
         "go_runtime" => "the Go runtime (its heap and goroutine stacks)",
+        "rust_runtime" => "the Rust runtime at start-up",
         _ => "system code",
     }
 }

@@ -123,3 +123,27 @@ fn the_cxx_runtimes_pool_and_the_interpreters_start_up() {
     ]);
     assert_eq!(owner(&script), None);
 }
+
+#[test]
+fn the_rust_runtimes_set_up_but_not_the_programs_main() {
+    let exe = "/tmp/app";
+    let set_up = stack(&[
+        ("alloc::alloc::alloc", exe),
+        ("std::sys::pal::unix::stack_overflow::imp::init", exe),
+        ("std::rt::init", exe),
+        ("std::rt::lang_start_internal", exe),
+        ("main", exe),
+    ]);
+    assert_eq!(owner(&set_up), Some("rust_runtime"));
+    let hashed = stack(&[("malloc", LIBC), ("std::rt::init::h0123456789abcdef", exe)]);
+    assert_eq!(owner(&hashed), Some("rust_runtime"));
+    let program = stack(&[
+        ("alloc::alloc::alloc", exe),
+        ("app::load", exe),
+        ("app::main", exe),
+        ("std::rt::lang_start_internal", exe),
+        ("main", exe),
+    ]);
+    assert_eq!(owner(&program), None);
+    assert_eq!(owner(&stack(&[("std::rt::initialise", exe)])), None);
+}

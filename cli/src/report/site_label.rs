@@ -2,7 +2,8 @@
 //! program's own code, `function (file:line)`. In a Python process that is the innermost Python
 //! frame outside the import machinery and the standard library (else the innermost Python frame);
 //! in native code the first named frame that is neither the allocator nor a system library
-//! (the C and C++ runtimes, the loader, the interpreter's own library).
+//! (the C and C++ runtimes, the loader, the interpreter's own library) nor the Rust standard
+//! library, which every Rust program links in.
 //!
 //! Only names sites; how stacks are printed is the renderers' business.
 use super::model::FrameOut;
@@ -24,9 +25,12 @@ pub fn label(frames: &[FrameOut]) -> Option<String> {
         .find(|f| is_user_python(f))
         .or_else(|| python.first().copied())
         .or_else(|| {
-            frames
-                .iter()
-                .find(|f| f.function.is_some() && !is_allocator_name(f) && !is_system_module(f))
+            frames.iter().find(|f| {
+                f.function.is_some()
+                    && !is_allocator_name(f)
+                    && !is_system_module(f)
+                    && !super::model::frame::is_rust_std(f)
+            })
         })
         .or_else(|| {
             frames
@@ -176,6 +180,34 @@ mod tests {
             Some("_call (Python's import machinery)")
         );
         assert_eq!(label(&[]), None);
+    }
+
+    #[test]
+    fn a_rust_programs_site_is_past_the_standard_library() {
+        let exe = "/src/target/release/app";
+        let std = |func, file: &str, line| {
+            frame(
+                "native",
+                func,
+                &format!("/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/{file}"),
+                line,
+                exe,
+            )
+        };
+        let stack = [
+            frame("native", "realloc", "malloc.c", 3, "/lib/libc.so.6"),
+            std("grow_impl_runtime", "alloc/src/alloc.rs", 239),
+            std("reserve<u8>", "alloc/src/raw_vec/mod.rs", 340),
+            std("fold<u8>", "core/src/iter/traits/iterator.rs", 2064),
+            frame("native", "app::load", "/src/src/load.rs", 12, exe),
+            frame("native", "app::main", "/src/src/main.rs", 3, exe),
+        ];
+        assert_eq!(label(&stack).as_deref(), Some("app::load (load.rs:12)"));
+        // Only the standard library's frames: the first of them still names the site.
+        assert_eq!(
+            label(&stack[..4]).as_deref(),
+            Some("grow_impl_runtime (alloc.rs:239)")
+        );
     }
 
     #[test]

@@ -102,6 +102,45 @@ pub fn is_allocator(f: &FrameOut) -> bool {
     f.function
         .as_deref()
         .is_some_and(|func| PREFIXES.iter().any(|p| func.starts_with(p)))
+        || rust_std_part(f).is_some_and(|part| part.starts_with("alloc/"))
+        || f.function
+            .as_deref()
+            .is_some_and(|func| RUST_ALLOC.iter().any(|p| func.starts_with(p)))
+}
+
+/// Function names of the Rust standard library's allocation paths (`Vec` growing, `Box`,
+/// `String`: the `alloc` crate's), the allocator's own as far as a report is concerned, and its
+/// allocator shims. By name too, since the standard library ships some of its code without lines.
+const RUST_ALLOC: [&str; 5] = [
+    "alloc::",
+    "<alloc::",
+    "__rust_alloc",
+    "__rust_realloc",
+    "__rdl_",
+];
+/// The rest of the Rust standard library linked into every program, by name (`std::` is left to
+/// the source rule below: C++ has a namespace of that name).
+const RUST_CORE: [&str; 2] = ["core::", "<core::"];
+
+/// True for a frame of the Rust standard library, which every Rust program links in: like the C
+/// and C++ runtimes, never the program's own code.
+pub fn is_rust_std(f: &FrameOut) -> bool {
+    rust_std_part(f).is_some()
+        || f.function.as_deref().is_some_and(|func| {
+            RUST_ALLOC
+                .iter()
+                .chain(&RUST_CORE)
+                .any(|p| func.starts_with(p))
+        })
+}
+
+/// Where in the Rust standard library a frame's source is (`alloc/src/raw_vec/mod.rs`): the
+/// toolchains rustup installs name those sources `/rustc/<commit>/library/...` in the debugging
+/// information of every program built with them.
+fn rust_std_part(f: &FrameOut) -> Option<&str> {
+    let rest = f.file.as_deref()?.strip_prefix("/rustc/")?;
+    let (_commit, path) = rest.split_once('/')?;
+    path.strip_prefix("library/")
 }
 
 #[cfg(test)]
@@ -131,5 +170,32 @@ mod tests {
         assert_eq!(place(&f), "leaky 0x55d0c0de1121");
         f.module = None;
         assert_eq!(place(&f), "0x55d0c0de1121");
+    }
+
+    #[test]
+    fn the_rust_standard_librarys_allocation_paths_are_the_allocators() {
+        let at = |function: &str, file: &str| FrameOut {
+            file: Some(file.into()),
+            ..native(function, "/src/target/release/app")
+        };
+        let std = "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library";
+        let grow = at("grow_impl_runtime", &format!("{std}/alloc/src/alloc.rs"));
+        assert!(is_allocator(&grow) && is_rust_std(&grow));
+        let fold = at(
+            "fold<u8>",
+            &format!("{std}/core/src/iter/traits/iterator.rs"),
+        );
+        assert!(!is_allocator(&fold) && is_rust_std(&fold));
+        let own = at("app::load", "/src/src/load.rs");
+        assert!(!is_allocator(&own) && !is_rust_std(&own));
+        // Code the standard library ships without lines, by its name.
+        let finish = native("<alloc::raw_vec::RawVecInner>::finish_grow", "/src/app");
+        assert!(is_allocator(&finish) && is_rust_std(&finish));
+        // C++'s namespace std is not Rust's.
+        let cxx = at(
+            "std::vector<int, std::allocator<int> >::_M_realloc_insert",
+            "/usr/include/c++/12/bits/vector.tcc",
+        );
+        assert!(!is_allocator(&cxx) && !is_rust_std(&cxx));
     }
 }

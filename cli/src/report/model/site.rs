@@ -29,7 +29,7 @@ pub struct LeakClass {
     pub driver_bytes: u64,
     pub driver_count: u64,
     /// Of `bytes` and `count`, what system code allocated once by design and keeps until exit (sites
-    /// whose `owner` is `c_library`, `cxx_runtime`, `interpreter` or `go_runtime`).
+    /// whose `owner` is `c_library`, `cxx_runtime`, `interpreter`, `go_runtime` or `rust_runtime`).
     pub by_design_bytes: u64,
     pub by_design_count: u64,
     /// Of `bytes` and `count`, what a rule of `--suppressions` matched (sites with `suppressed_by`;
@@ -70,7 +70,7 @@ impl LeakClass {
 #[derive(Serialize, Debug)]
 pub struct ByDesignOwner {
     /// An owner of memory kept by design: "c_library", "cxx_runtime", "interpreter" or
-    /// "go_runtime" (see `Site::owner`).
+    /// "go_runtime", "rust_runtime" (see `Site::owner`).
     pub owner: &'static str,
     /// The owner in words: "the C library".
     pub described: &'static str,
@@ -97,7 +97,7 @@ pub struct SuppressedRule {
 #[derive(Serialize, Debug)]
 pub struct Site {
     /// "program"; "cuda_driver" when a frame is in the driver's own libraries; "nccl" when a frame is
-    /// NCCL's; "c_library", "cxx_runtime", "interpreter" or "go_runtime" for memory those keep by design
+    /// NCCL's; "c_library", "cxx_runtime", "interpreter", "go_runtime" or "rust_runtime" for memory those keep by design
     /// (see `report::by_design`).
     pub owner: &'static str,
     /// The `--suppressions` rule that matched this site, as `leak:PATTERN (FILE:LINE)`; absent when
