@@ -3,7 +3,8 @@
 //! frame outside the import machinery and the standard library (else the innermost Python frame);
 //! in native code the first named frame that is neither the allocator nor a system library
 //! (the C and C++ runtimes, the loader, the interpreter's own library) nor the Rust standard
-//! library, which every Rust program links in.
+//! library, which every Rust program links in, nor a crate Cargo fetched (`hashbrown` growing a
+//! map is the program's map growing: the program's line is the one to act on).
 //!
 //! Only names sites; how stacks are printed is the renderers' business.
 use super::model::FrameOut;
@@ -30,6 +31,7 @@ pub fn label(frames: &[FrameOut]) -> Option<String> {
                     && !is_allocator_name(f)
                     && !is_system_module(f)
                     && !super::model::frame::is_rust_std(f)
+                    && !is_fetched_crate(f)
             })
         })
         .or_else(|| {
@@ -106,6 +108,16 @@ fn is_allocator_name(f: &FrameOut) -> bool {
     let func = f.function.as_deref().unwrap_or("");
     // The process's start-up frames name no site either.
     NAMES.iter().any(|n| func.starts_with(n)) || func.starts_with("_PyObject_") || func == "_start"
+}
+
+/// A frame of a crate Cargo fetched for the program: its sources are under Cargo's home
+/// (`~/.cargo/registry/src/<index>/hashbrown-0.15.2/src/map.rs`, or `git/checkouts/`).
+fn is_fetched_crate(f: &FrameOut) -> bool {
+    f.file.as_deref().is_some_and(|file| {
+        ["/.cargo/registry/src/", "/.cargo/git/checkouts/"]
+            .iter()
+            .any(|p| file.contains(p))
+    })
 }
 
 fn is_system_module(f: &FrameOut) -> bool {
@@ -199,6 +211,13 @@ mod tests {
             std("grow_impl_runtime", "alloc/src/alloc.rs", 239),
             std("reserve<u8>", "alloc/src/raw_vec/mod.rs", 340),
             std("fold<u8>", "core/src/iter/traits/iterator.rs", 2064),
+            frame(
+                "native",
+                "do_alloc<alloc::alloc::Global>",
+                "/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/hashbrown-0.15.2/src/raw/alloc.rs",
+                19,
+                exe,
+            ),
             frame("native", "app::load", "/src/src/load.rs", 12, exe),
             frame("native", "app::main", "/src/src/main.rs", 3, exe),
         ];

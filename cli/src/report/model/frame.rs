@@ -136,10 +136,14 @@ pub fn is_rust_std(f: &FrameOut) -> bool {
 
 /// Where in the Rust standard library a frame's source is (`alloc/src/raw_vec/mod.rs`): the
 /// toolchains rustup installs name those sources `/rustc/<commit>/library/...` in the debugging
-/// information of every program built with them.
+/// information of every program built with them, and the crates the standard library is built
+/// from (`hashbrown` under `HashMap`) `/rust/deps/<crate>/...` (given as `deps/<crate>/...`).
 fn rust_std_part(f: &FrameOut) -> Option<&str> {
-    let rest = f.file.as_deref()?.strip_prefix("/rustc/")?;
-    let (_commit, path) = rest.split_once('/')?;
+    let file = f.file.as_deref()?;
+    if let Some(dep) = file.strip_prefix("/rust/") {
+        return dep.starts_with("deps/").then_some(dep);
+    }
+    let (_commit, path) = file.strip_prefix("/rustc/")?.split_once('/')?;
     path.strip_prefix("library/")
 }
 
@@ -186,6 +190,11 @@ mod tests {
             &format!("{std}/core/src/iter/traits/iterator.rs"),
         );
         assert!(!is_allocator(&fold) && is_rust_std(&fold));
+        let map = at(
+            "do_alloc<alloc::alloc::Global>",
+            "/rust/deps/hashbrown-0.16.1/src/raw/alloc.rs",
+        );
+        assert!(!is_allocator(&map) && is_rust_std(&map));
         let own = at("app::load", "/src/src/load.rs");
         assert!(!is_allocator(&own) && !is_rust_std(&own));
         // Code the standard library ships without lines, by its name.
