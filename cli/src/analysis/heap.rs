@@ -169,15 +169,21 @@ impl Heap {
     /// The sites holding memory when the peak was reached, with what they held then (live bytes and
     /// blocks) and their totals over the run.
     pub fn peak_sites(&self) -> HashMap<u32, SiteStats> {
-        self.sites
-            .iter()
-            .filter_map(|(&stack, total)| {
-                let (bytes, count) = if total.at_peak.peak == self.peaks {
-                    (total.at_peak.bytes, total.at_peak.count)
-                } else {
-                    // Unchanged since the peak.
-                    (total.live_bytes, total.live_count)
-                };
+        let at_peak = |total: &SiteStats| {
+            if total.at_peak.peak == self.peaks {
+                (total.at_peak.bytes, total.at_peak.count)
+            } else {
+                // Unchanged since the peak.
+                (total.live_bytes, total.live_count)
+            }
+        };
+        // Sized first: a PyTorch job has a million sites live at its peak, and a map grown to
+        // that holds its last two tables at once (190 MB, the report's own peak).
+        let live = self.sites.values().filter(|s| at_peak(s).1 > 0).count();
+        let mut out = HashMap::with_capacity_and_hasher(live, Default::default());
+        for (&stack, total) in &self.sites {
+            let (bytes, count) = at_peak(total);
+            if count > 0 {
                 let s = SiteStats {
                     allocations: total.allocations,
                     allocated_bytes: total.allocated_bytes,
@@ -185,9 +191,10 @@ impl Heap {
                     live_bytes: bytes,
                     ..SiteStats::default()
                 };
-                (count > 0).then_some((stack, s))
-            })
-            .collect()
+                out.insert(stack, s);
+            }
+        }
+        out
     }
 
     fn release(&mut self, block: Block, t: u64) {
