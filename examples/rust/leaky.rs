@@ -4,8 +4,8 @@
 //!
 //! Expected: two host leak sites of the program, labelled past the standard library's frames,
 //! and the Rust runtime's own set-up (by design, owner rust_runtime):
-//!   leaky::load (leaky.rs:13): the Vec of 1000 u64 (its last buffer, 8192 B, 1 block)
-//!   leaky::greet (leaky.rs:20): the String "hello, memshim" (14 B, 1 block)
+//!   leaky::load (leaky.rs:14): the Vec of 1000 u64 (its last buffer, 8192 B, 1 block)
+//!   leaky::greet (leaky.rs:21): the String "hello, memshim" (14 B, 1 block)
 //! Prints nothing and exits 0.
 
 fn load(n: u64) -> Vec<u64> {

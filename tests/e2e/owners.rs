@@ -254,10 +254,10 @@ fn a_rust_programs_leaks_are_named_past_the_standard_library() {
 
     let text = report_text(&dir.traces(), &[]);
     assert!(
-        text.contains("from 2 sites never freed; the most at leaky::load (leaky.rs:13)\n"),
+        text.contains("from 2 sites never freed; the most at leaky::load (leaky.rs:14)\n"),
         "{text}"
     );
-    assert!(text.contains("leaky::greet (leaky.rs:20)"), "{text}");
+    assert!(text.contains("leaky::greet (leaky.rs:21)"), "{text}");
     assert!(
         text.contains("allocated once by design by the Rust runtime at start-up"),
         "{text}"
