@@ -14,6 +14,14 @@ use crate::util::*;
 const LEAKY_BYTES: u64 = 5440;
 const LEAKY_BLOCKS: u64 = 13;
 
+/// The host leak sites of process `p` whose owner is `owner`.
+fn host_sites_of<'a>(p: &'a Value, owner: &str) -> Vec<&'a Value> {
+    sites(p, "host")
+        .iter()
+        .filter(|s| s["owner"] == owner)
+        .collect()
+}
+
 /// The program's own leaked bytes of a leak class.
 fn own_bytes(host: &Value) -> u64 {
     let n = |k: &str| host[k].as_u64().unwrap_or_else(|| panic!("{k} in {host}"));
@@ -27,10 +35,7 @@ fn the_c_librarys_stdio_buffer_is_by_design_not_a_leak() {
     let (_, report) = traced(&dir, &prog, &NO_ARGS);
     let p = process_by_exe(&report, "leaky");
     let host = &p["leaks"]["host"];
-    let libc: Vec<&Value> = sites(p, "host")
-        .iter()
-        .filter(|s| s["owner"] == "c_library")
-        .collect();
+    let libc: Vec<&Value> = host_sites_of(p, "c_library");
     // stdout is a pipe here: glibc gives it a buffer of the pipe's block size, 4096 bytes.
     assert_eq!(libc.len(), 1, "{host:#}");
     assert_eq!(
@@ -95,10 +100,7 @@ fn the_cxx_runtimes_emergency_pool_is_by_design() {
     let (_, report) = traced(&dir, &prog, &NO_ARGS);
     let p = process_by_exe(&report, "cpp_new");
     let host = &p["leaks"]["host"];
-    let pool: Vec<&Value> = sites(p, "host")
-        .iter()
-        .filter(|s| s["owner"] == "cxx_runtime")
-        .collect();
+    let pool: Vec<&Value> = host_sites_of(p, "cxx_runtime");
     // libstdc++ allocates its pool once, from its own initialiser, whatever the program does.
     assert_eq!(pool.len(), 1, "{host:#}");
     assert_eq!(pool[0]["count"], 1);
@@ -232,10 +234,7 @@ fn a_rust_programs_leaks_are_named_past_the_standard_library() {
     let p = process_by_exe(&report, "leaky");
     let host = &p["leaks"]["host"];
     // leaky.rs's header: the Vec's last buffer (1024 u64) and the String, both the program's.
-    let own: Vec<&Value> = sites(p, "host")
-        .iter()
-        .filter(|s| s["owner"] == "program")
-        .collect();
+    let own: Vec<&Value> = host_sites_of(p, "program");
     assert_eq!(own.len(), 2, "{host:#}");
     assert_eq!(own[0]["bytes"], 8192, "{:#}", own[0]);
     assert_eq!(
@@ -243,10 +242,7 @@ fn a_rust_programs_leaks_are_named_past_the_standard_library() {
         8192 + own[1]["bytes"].as_u64().unwrap_or(0)
     );
     // What the runtime set up before main (the stack-overflow handler's records) is its own.
-    let runtime: Vec<&Value> = sites(p, "host")
-        .iter()
-        .filter(|s| s["owner"] == "rust_runtime")
-        .collect();
+    let runtime: Vec<&Value> = host_sites_of(p, "rust_runtime");
     assert!(!runtime.is_empty(), "{host:#}");
     assert!(runtime
         .iter()

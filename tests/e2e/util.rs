@@ -95,15 +95,7 @@ impl TestDir {
         cmd.args(["-g", "-C", "opt-level=0", "-o"])
             .arg(&out)
             .arg(&src_path);
-        let output = cmd
-            .output()
-            .unwrap_or_else(|e| panic!("cannot start `{rustc}` (RUSTC): {e}"));
-        assert!(
-            output.status.success(),
-            "compiling {} failed ({cmd:?}):\n{}",
-            src_path.display(),
-            String::from_utf8_lossy(&output.stderr)
-        );
+        compile_ok(&mut cmd, &src_path, &format!("`{rustc}` (RUSTC)"));
         out
     }
 
@@ -122,18 +114,26 @@ impl TestDir {
             .arg("-o")
             .arg(&out_path)
             .args(flags);
-        let output = cmd
-            .output()
-            .unwrap_or_else(|e| panic!("cannot start the compiler `{program}` ({var}): {e}"));
-        assert!(
-            output.status.success(),
-            "compiling {} failed ({:?}):\n{}",
-            src_path.display(),
-            cmd,
-            String::from_utf8_lossy(&output.stderr)
+        compile_ok(
+            &mut cmd,
+            &src_path,
+            &format!("the compiler `{program}` ({var})"),
         );
         out_path
     }
+}
+
+/// Runs the compiler command `cmd` of `src`, `compiler` naming it for a failure to start.
+fn compile_ok(cmd: &mut Command, src: &Path, compiler: &str) {
+    let output = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start {compiler}: {e}"));
+    assert!(
+        output.status.success(),
+        "compiling {} failed ({cmd:?}):\n{}",
+        src.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 /// What a command did.

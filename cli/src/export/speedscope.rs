@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use super::collapsed::{name, weighted_sites};
 use crate::args::{CollapsedBy, Memory};
 use crate::replay::Replayed;
+use crate::report::model::frame::Text;
 use crate::report::sites::frames;
 use crate::symbolize::Symbolizer;
 
@@ -20,7 +21,7 @@ pub fn write(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let mut shared: Vec<Value> = Vec::new();
-    let mut index: HashMap<(String, Option<String>, Option<u32>), usize> = HashMap::default();
+    let mut index: HashMap<(String, Option<Text>, Option<u32>), usize> = HashMap::default();
     let mut profiles = Vec::new();
     for t in traces {
         let mut sym = Symbolizer::default();
@@ -33,7 +34,7 @@ pub fn write(
                 .rev()
                 .map(|f| {
                     let label = name(f);
-                    let key = (label.clone(), f.file.as_deref().map(str::to_string), f.line);
+                    let key = (label.clone(), f.file.clone(), f.line);
                     let next = shared.len();
                     *index.entry(key).or_insert_with(|| {
                         let mut frame = json!({ "name": label });

@@ -185,23 +185,25 @@ fn along(
                 }
             }
         }
-        let extend = |at: u32, shown: &dyn Fn(&Cached) -> bool, own: &[Cached], b: &mut Builder| {
-            own.iter()
-                .rev()
-                .filter(|c| shown(c))
-                .fold(at, |at, c| b.child(at, c.name, c.kind))
-        };
         let at = if all_frames {
-            extend(at, &|_| true, own, b)
+            extend(b, at, own, |_| true)
         } else if let Some(e) = own.iter().position(|c| c.traits.python) {
-            extend(python, &inside, &own[..e], b)
+            extend(b, python, &own[..e], inside)
         } else if above.flags & PYTHON != 0 {
-            extend(at, &inside, own, b)
+            extend(b, at, own, inside)
         } else {
-            extend(at, &|c| !c.traits.startup, own, b)
+            extend(b, at, own, |c| !c.traits.startup)
         };
         Along { python, at, flags }
     })
+}
+
+/// The flame tree's node below `at` for the frames of `own` (innermost first) that are `shown`.
+fn extend(b: &mut Builder, at: u32, own: &[Cached], shown: impl Fn(&Cached) -> bool) -> u32 {
+    own.iter()
+        .rev()
+        .filter(|c| shown(c))
+        .fold(at, |at, c| b.child(at, c.name, c.kind))
 }
 
 /// The tree node the stack whose innermost node is `leaf` ends at; `None` for the CUDA driver's

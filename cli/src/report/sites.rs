@@ -125,34 +125,26 @@ pub fn ranked_sites(
         .collect()
 }
 
-/// The frames of stack `stack`, innermost first, marked. Each address's frames come from the memo
-/// when a report is being built (see [`with_frame_memo`]): copied from it into a list sized once,
-/// since a PyTorch job's report holds the frames of ten thousand sites of 150 frames each (a list
-/// grown by doubling was half empty, and each address's frames cloned twice on the way).
+/// The frames of stack `stack`, innermost first, marked, in a list sized once: a PyTorch job's
+/// report holds the frames of ten thousand sites of 150 frames each, and a list grown by doubling
+/// was half empty.
 pub fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
     let Some(addrs) = t.stacks.frames(stack) else {
         return Vec::new();
     };
-    let mut out: Vec<FrameOut> = MEMO.with(|m| {
-        let mut memo = m.borrow_mut();
-        let Some(memo) = memo.as_mut() else {
-            return addrs
-                .flat_map(|a| build_address_frames(t, sym, a))
-                .collect();
-        };
-        let mut len = 0;
-        for a in addrs.clone() {
-            len += memo
-                .entry(a)
-                .or_insert_with(|| build_address_frames(t, sym, a))
-                .len();
-        }
-        let mut out = Vec::with_capacity(len);
-        for a in addrs {
-            out.extend_from_slice(&memo[&a]);
-        }
-        out
-    });
+    // Outside a memo an address's frames are built for each use: once, unsized, then.
+    let len = if MEMO.with(|m| m.borrow().is_some()) {
+        addrs
+            .clone()
+            .map(|a| with_address_frames(t, sym, a, <[FrameOut]>::len))
+            .sum()
+    } else {
+        0
+    };
+    let mut out = Vec::with_capacity(len);
+    for a in addrs {
+        with_address_frames(t, sym, a, |f| out.extend_from_slice(f));
+    }
     super::frame_marks::mark(&mut out, &super::frame_marks::FrameContext::of(t));
     out
 }
@@ -181,16 +173,23 @@ pub fn with_frame_memo<T>(f: impl FnOnce() -> T) -> T {
 /// The frames of one return address (several where calls were inlined), innermost first, before
 /// marking.
 pub fn address_frames(t: &Replayed, sym: &mut Symbolizer, addr: u64) -> Vec<FrameOut> {
-    if let Some(known) = MEMO.with(|m| m.borrow().as_ref().and_then(|m| m.get(&addr).cloned())) {
-        return known;
-    }
-    let frames = build_address_frames(t, sym, addr);
-    MEMO.with(|m| {
-        if let Some(m) = m.borrow_mut().as_mut() {
-            m.insert(addr, frames.clone());
-        }
-    });
-    frames
+    with_address_frames(t, sym, addr, <[FrameOut]>::to_vec)
+}
+
+/// `f` of the frames of `addr`, from the memo (built into it the first time) while a report is
+/// being built, else built for this call.
+fn with_address_frames<R>(
+    t: &Replayed,
+    sym: &mut Symbolizer,
+    addr: u64,
+    f: impl FnOnce(&[FrameOut]) -> R,
+) -> R {
+    MEMO.with(|m| match m.borrow_mut().as_mut() {
+        Some(memo) => f(memo
+            .entry(addr)
+            .or_insert_with(|| build_address_frames(t, sym, addr))),
+        None => f(&build_address_frames(t, sym, addr)),
+    })
 }
 
 fn build_address_frames(t: &Replayed, sym: &mut Symbolizer, addr: u64) -> Vec<FrameOut> {

@@ -99,13 +99,12 @@ pub fn is_allocator(f: &FrameOut) -> bool {
         "c10::alloc_cpu",
         "std::__new_allocator",
     ];
-    f.function
-        .as_deref()
-        .is_some_and(|func| PREFIXES.iter().any(|p| func.starts_with(p)))
-        || rust_std_part(f).is_some_and(|part| part.starts_with("alloc/"))
-        || f.function
-            .as_deref()
-            .is_some_and(|func| RUST_ALLOC.iter().any(|p| func.starts_with(p)))
+    f.function.as_deref().is_some_and(|func| {
+        PREFIXES
+            .iter()
+            .chain(&RUST_ALLOC)
+            .any(|p| func.starts_with(p))
+    }) || rust_std_part(f).is_some_and(|part| part.starts_with("alloc/"))
 }
 
 /// Function names of the Rust standard library's allocation paths (`Vec` growing, `Box`,
