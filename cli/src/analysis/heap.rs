@@ -5,7 +5,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::addr_map::AddrMap;
 use super::live_blocks::{Block, LiveBlocks};
-use super::{AtPeak, SiteStats};
+use super::{AtPeak, SiteStats, SiteTable};
 
 /// The heap analysis state.
 #[derive(Default, Debug)]
@@ -15,7 +15,7 @@ pub struct Heap {
     /// something asked about have one, so a block costs nothing for it.
     identities: AddrMap<u64>,
     next_identity: u64,
-    sites: HashMap<u32, SiteStats>,
+    sites: SiteTable,
     last_alloc: HashMap<u32, u64>,
     /// The block each thread's last realloc freed, with its identity, until the thread allocates.
     realloc_freed: HashMap<u32, (u64, Block, Option<u64>)>,
@@ -62,7 +62,7 @@ impl Heap {
             self.release(old, t);
             self.take_identity(addr);
         }
-        let site = self.sites.entry(stack).or_default();
+        let site = self.sites.get_or_default(stack);
         note_peak(site, self.peaks);
         site.est_live_bytes += block.weight * size as f64;
         site.est_live_count += block.weight;
@@ -124,7 +124,7 @@ impl Heap {
                         self.take_identity(addr);
                     }
                 }
-                let site = self.sites.entry(block.stack).or_default();
+                let site = self.sites.get_or_default(block.stack);
                 note_peak(site, self.peaks);
                 site.live_count += 1;
                 site.live_bytes += block.size;
@@ -168,7 +168,7 @@ impl Heap {
 
     /// The sites holding memory when the peak was reached, with what they held then (live bytes and
     /// blocks) and their totals over the run.
-    pub fn peak_sites(&self) -> HashMap<u32, SiteStats> {
+    pub fn peak_sites(&self) -> SiteTable {
         let at_peak = |total: &SiteStats| {
             if total.at_peak.peak == self.peaks {
                 (total.at_peak.bytes, total.at_peak.count)
@@ -177,11 +177,8 @@ impl Heap {
                 (total.live_bytes, total.live_count)
             }
         };
-        // Sized first: a PyTorch job has a million sites live at its peak, and a map grown to
-        // that holds its last two tables at once (190 MB, the report's own peak).
-        let live = self.sites.values().filter(|s| at_peak(s).1 > 0).count();
-        let mut out = HashMap::with_capacity_and_hasher(live, Default::default());
-        for (&stack, total) in &self.sites {
+        let mut out = SiteTable::default();
+        for (stack, total) in self.sites.iter() {
             let (bytes, count) = at_peak(total);
             if count > 0 {
                 let s = SiteStats {
@@ -268,7 +265,7 @@ impl Heap {
     }
 
     /// Per-site statistics.
-    pub fn sites(&self) -> &HashMap<u32, SiteStats> {
+    pub fn sites(&self) -> &SiteTable {
         &self.sites
     }
 }

@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use memshim_trace::{Map, MapFn, Unmap};
 
-use super::SiteStats;
+use super::SiteTable;
 
 #[derive(Clone, Copy, Debug)]
 struct Range {
@@ -21,7 +21,7 @@ struct Range {
 #[derive(Default, Debug)]
 pub struct Mappings {
     ranges: BTreeMap<u64, Range>,
-    sites: HashMap<u32, SiteStats>,
+    sites: SiteTable,
     /// A Python location's site: the first stack seen with those Python frames. Mappings count
     /// by Python location as they are made, not afterwards: an allocator reaches `mmap` through
     /// several native paths from one line, and the sum of their live bytes at each moment is only
@@ -72,7 +72,7 @@ impl Mappings {
                 stack,
             },
         );
-        let site = self.sites.entry(stack).or_default();
+        let site = self.sites.get_or_default(stack);
         site.allocations += 1;
         site.allocated_bytes += m.len;
         site.live_count += 1;
@@ -107,7 +107,7 @@ impl Mappings {
         for (start, r) in overlapping {
             self.ranges.remove(&start);
             let old_len = r.end - start;
-            let site = self.sites.entry(r.stack).or_default();
+            let site = self.sites.get_or_default(r.stack);
             site.live_count -= 1;
             site.live_bytes -= old_len;
             self.live_bytes -= old_len;
@@ -124,7 +124,7 @@ impl Mappings {
                     self.live_bytes += e - s;
                 }
             }
-            let site = self.sites.entry(r.stack).or_default();
+            let site = self.sites.get_or_default(r.stack);
             if site.released_t.is_none() && site.live_bytes * 2 < site.high_water.high() {
                 site.released_t = Some(t);
             }
@@ -133,13 +133,13 @@ impl Mappings {
     }
 
     /// Per-site statistics.
-    pub fn sites(&self) -> &HashMap<u32, SiteStats> {
+    pub fn sites(&self) -> &SiteTable {
         &self.sites
     }
 }
 
-fn site_add(sites: &mut HashMap<u32, SiteStats>, stack: u32, len: u64) {
-    let site = sites.entry(stack).or_default();
+fn site_add(sites: &mut SiteTable, stack: u32, len: u64) {
+    let site = sites.get_or_default(stack);
     site.live_count += 1;
     site.live_bytes += len;
 }

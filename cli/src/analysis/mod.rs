@@ -18,11 +18,14 @@ pub mod numa;
 pub mod prefetch;
 pub mod program_peak;
 pub mod python_sites;
+pub mod site_table;
 pub mod timeline;
 pub mod torch;
 pub mod torch_steps;
 pub mod transfers;
 pub mod unified;
+
+pub use site_table::SiteTable;
 
 /// What one call site did, by stack id.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -76,24 +79,22 @@ impl SiteStats {
 }
 
 /// Several heaps' sites summed by stack id: a stack that allocated more than one kind keeps all of it.
-pub fn merge_sites<'a>(
-    heaps: impl IntoIterator<Item = &'a rustc_hash::FxHashMap<u32, SiteStats>>,
-) -> rustc_hash::FxHashMap<u32, SiteStats> {
-    let mut merged = rustc_hash::FxHashMap::<u32, SiteStats>::default();
+pub fn merge_sites<'a>(heaps: impl IntoIterator<Item = &'a SiteTable>) -> SiteTable {
+    let mut merged = SiteTable::default();
     for sites in heaps {
-        for (id, s) in sites {
-            merged.entry(*id).or_default().absorb(s);
+        for (id, s) in sites.iter() {
+            merged.get_or_default(id).absorb(s);
         }
     }
     merged
 }
 
 /// Live blocks grouped by site, largest first (ties by count, then stack id for a stable order).
-pub fn live_sites(sites: &rustc_hash::FxHashMap<u32, SiteStats>) -> Vec<(u32, SiteStats)> {
+pub fn live_sites(sites: &SiteTable) -> Vec<(u32, SiteStats)> {
     let mut v: Vec<(u32, SiteStats)> = sites
         .iter()
-        .filter(|(id, s)| s.live_count > 0 && **id != memshim_trace::UNSAMPLED)
-        .map(|(&id, s)| (id, s.clone()))
+        .filter(|(id, s)| s.live_count > 0 && *id != memshim_trace::UNSAMPLED)
+        .map(|(id, s)| (id, s.clone()))
         .collect();
     v.sort_by(|a, b| {
         b.1.live_bytes
@@ -122,9 +123,8 @@ mod tests {
 
     #[test]
     fn merged_sites_add_up_by_stack() {
-        let a: rustc_hash::FxHashMap<u32, SiteStats> =
-            [(7, site(100, 10)), (8, site(5, 1))].into_iter().collect();
-        let b: rustc_hash::FxHashMap<u32, SiteStats> = [(7, site(300, 20))].into_iter().collect();
+        let a: SiteTable = [(7, site(100, 10)), (8, site(5, 1))].into_iter().collect();
+        let b: SiteTable = [(7, site(300, 20))].into_iter().collect();
         let m = merge_sites([&a, &b]);
         assert_eq!(m.len(), 2);
         let s = &m[&7];

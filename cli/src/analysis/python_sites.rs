@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use memshim_trace::{FrameRef, StackTree};
 use rustc_hash::FxHashMap as HashMap;
 
-use super::SiteStats;
+use super::SiteTable;
 
 /// The Python frames of a stack (innermost first), the key its site is grouped by (empty for a
 /// native-only stack).
@@ -66,13 +66,10 @@ pub fn groups(keys: &HashMap<u32, u32>) -> HashMap<u32, u32> {
 /// As [`groups`], for the stacks of `sites` alone, each Python location represented by the stack
 /// that allocated the most bytes there: its native frames are the ones a reader should see (a
 /// device site shows a device allocation's stack, not a host one that reached the same line first).
-pub fn groups_by_weight(
-    keys: &HashMap<u32, u32>,
-    sites: &HashMap<u32, SiteStats>,
-) -> HashMap<u32, u32> {
+pub fn groups_by_weight(keys: &HashMap<u32, u32>, sites: &SiteTable) -> HashMap<u32, u32> {
     let mut ids: Vec<(u32, u32)> = sites
         .keys()
-        .filter_map(|id| Some((*id, *keys.get(id)?)))
+        .filter_map(|id| Some((id, *keys.get(&id)?)))
         .collect();
     ids.sort_unstable();
     let mut best: HashMap<u32, (u64, u32)> = HashMap::default();
@@ -98,21 +95,13 @@ pub fn site_of(groups: &HashMap<u32, u32>, stack: u32) -> u32 {
 
 /// `sites` with the stacks of each Python location added together (`sites` itself when no two
 /// stacks share their Python frames, as in every process without Python).
-pub fn regroup<'a>(
-    sites: &'a HashMap<u32, SiteStats>,
-    groups: &HashMap<u32, u32>,
-) -> Cow<'a, HashMap<u32, SiteStats>> {
+pub fn regroup<'a>(sites: &'a SiteTable, groups: &HashMap<u32, u32>) -> Cow<'a, SiteTable> {
     if groups.is_empty() {
         return Cow::Borrowed(sites);
     }
-    // Sized first: grown to a million sites, the map rehashed twenty times and held its last two
-    // tables at once. Exact when each group's stack is among `sites` (as `groups_by_weight` picks
-    // them); with groups over every stack of the trace it may still grow.
-    let distinct = sites.keys().filter(|id| !groups.contains_key(id)).count();
-    let mut out: HashMap<u32, SiteStats> =
-        HashMap::with_capacity_and_hasher(distinct, Default::default());
-    for (id, s) in sites {
-        out.entry(site_of(groups, *id)).or_default().absorb(s);
+    let mut out = SiteTable::default();
+    for (id, s) in sites.iter() {
+        out.get_or_default(site_of(groups, id)).absorb(s);
     }
     Cow::Owned(out)
 }
@@ -120,6 +109,7 @@ pub fn regroup<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::SiteStats;
 
     #[test]
     fn stacks_with_the_same_python_frames_share_the_smallest_id() {
@@ -146,7 +136,7 @@ mod tests {
             live_bytes: 100 * n,
             ..Default::default()
         };
-        let sites: HashMap<u32, SiteStats> = [(3, site(1)), (5, site(2)), (4, site(4))]
+        let sites: SiteTable = [(3, site(1)), (5, site(2)), (4, site(4))]
             .into_iter()
             .collect();
         let r = regroup(&sites, &g);
@@ -163,7 +153,7 @@ mod tests {
             allocated_bytes: b,
             ..Default::default()
         };
-        let sites: HashMap<u32, SiteStats> = [(3, heavy(10)), (5, heavy(99)), (6, heavy(1))]
+        let sites: SiteTable = [(3, heavy(10)), (5, heavy(99)), (6, heavy(1))]
             .into_iter()
             .collect();
         let g = groups_by_weight(&keys, &sites);

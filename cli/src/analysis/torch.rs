@@ -13,7 +13,7 @@ use memshim_trace::{TorchAction, TorchEvent, TorchOom, TorchState};
 
 use super::heap::Heap;
 use super::timeline::Series;
-use super::SiteStats;
+use super::{SiteStats, SiteTable};
 
 /// One GPU as the allocator saw it.
 #[derive(Debug, Default)]
@@ -55,7 +55,7 @@ pub struct OomAt {
     pub allocated: u64,
     pub reserved: u64,
     /// What each site held then (live bytes and blocks; sites holding nothing are left out).
-    pub holders: HashMap<u32, SiteStats>,
+    pub holders: SiteTable,
     /// The allocator used expandable segments on that GPU by then.
     pub expandable: bool,
 }
@@ -83,7 +83,7 @@ pub struct AtExit {
     /// Per GPU: (allocated, reserved).
     pub devices: BTreeMap<i32, (u64, u64)>,
     /// What each site held (all GPUs).
-    pub holders: HashMap<u32, SiteStats>,
+    pub holders: SiteTable,
 }
 
 impl Torch {
@@ -160,10 +160,10 @@ impl Torch {
     }
 
     fn snapshot(&self, t: u64) -> AtExit {
-        let mut holders = HashMap::<u32, SiteStats>::default();
+        let mut holders = SiteTable::default();
         for d in self.devices.values() {
-            for (id, s) in held(&d.blocks) {
-                holders.entry(id).or_default().absorb(&s);
+            for (id, s) in held(&d.blocks).iter() {
+                holders.get_or_default(id).absorb(s);
             }
         }
         AtExit {
@@ -188,12 +188,12 @@ impl Torch {
 }
 
 /// What each site of `blocks` holds now (sites holding nothing left out).
-fn held(blocks: &Heap) -> HashMap<u32, SiteStats> {
+fn held(blocks: &Heap) -> SiteTable {
     blocks
         .sites()
         .iter()
         .filter(|(_, s)| s.live_bytes > 0)
-        .map(|(&id, s)| {
+        .map(|(id, s)| {
             let held = SiteStats {
                 live_bytes: s.live_bytes,
                 live_count: s.live_count,

@@ -4,9 +4,8 @@
 use std::io::{self, Write};
 
 use memshim_trace::{DeviceMemory, UNSAMPLED};
-use rustc_hash::FxHashMap as HashMap;
 
-use crate::analysis::SiteStats;
+use crate::analysis::{SiteStats, SiteTable};
 use crate::args::{CollapsedBy, Memory};
 use crate::replay::Replayed;
 use crate::report::model::FrameOut;
@@ -61,8 +60,7 @@ pub fn weighted_sites(t: &Replayed, by: CollapsedBy, memory: Memory) -> Vec<(u32
 /// after run); with `at_peak`, host sites as they were when the heap peaked.
 pub fn site_stats(t: &Replayed, memory: Memory, at_peak: bool) -> Vec<(u32, SiteStats)> {
     let mut sites: Vec<(u32, SiteStats)> = Vec::new();
-    let mut add =
-        |h: &HashMap<u32, SiteStats>| sites.extend(h.iter().map(|(k, v)| (*k, v.clone())));
+    let mut add = |h: &SiteTable| sites.extend(h.iter().map(|(k, v)| (k, v.clone())));
     match memory {
         Memory::Host if at_peak => add(&t.heap.peak_sites()),
         Memory::Host => add(t.heap.sites()),

@@ -142,7 +142,7 @@ fn owners(t: &Replayed, sym: &mut Symbolizer) -> Vec<OwnerRow> {
         let Some(heap) = t.device.kinds.get(&kind) else {
             continue;
         };
-        for (&stack, s) in heap.sites() {
+        for (stack, s) in heap.sites().iter() {
             let owner = super::owner::owner(&frames(t, sym, stack));
             let i = match rows.iter().position(|r| r.owner == owner) {
                 Some(i) => i,

@@ -72,7 +72,6 @@ pub fn section(t: &Replayed, sym: &mut Symbolizer) -> FlameSection {
     let mut ids: Vec<u32> = peak_sites
         .keys()
         .chain(sites.keys())
-        .copied()
         .filter(|id| *id != memshim_trace::UNSAMPLED)
         .collect();
     ids.sort_unstable();

@@ -1,12 +1,11 @@
 //! The growth section: sites whose live memory kept climbing, host and device.
 
 use memshim_trace::DeviceMemory;
-use rustc_hash::FxHashMap as HashMap;
 
 use super::model::{Finding, GrowthSection, GrowthSite, ReleasedSite};
 use super::sites::frames;
 use crate::analysis::growth::{growing, Growing};
-use crate::analysis::{merge_sites, SiteStats};
+use crate::analysis::{merge_sites, SiteTable};
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
 use crate::units::human_bytes;
@@ -22,8 +21,8 @@ const MAPPINGS_MIN_BYTES: u64 = 4 << 20;
 
 /// The sites of one kind of memory, grouped by Python location (`sites::by_location`), that grew
 /// until `end` (when that memory last changed).
-fn grew(grouped: &HashMap<u32, SiteStats>, end: u64, min_bytes: u64) -> Vec<Growing> {
-    growing(grouped.iter().map(|(k, v)| (*k, v)), end, min_bytes)
+fn grew(grouped: &SiteTable, end: u64, min_bytes: u64) -> Vec<Growing> {
+    growing(grouped.iter(), end, min_bytes)
 }
 
 /// The growth section of one process; `host_sites` and `map_sites` are the host heap's and the
@@ -31,8 +30,8 @@ fn grew(grouped: &HashMap<u32, SiteStats>, end: u64, min_bytes: u64) -> Vec<Grow
 pub fn section(
     t: &Replayed,
     sym: &mut Symbolizer,
-    host_sites: &HashMap<u32, SiteStats>,
-    map_sites: &HashMap<u32, SiteStats>,
+    host_sites: &SiteTable,
+    map_sites: &SiteTable,
 ) -> GrowthSection {
     let start = t.header.clock_start_ns;
     let host = grew(host_sites, t.heap.last_t, HOST_MIN_BYTES);

@@ -3,10 +3,9 @@
 //! growth is, over the site's life up to its release, as if it still held its high then.
 //!
 //! Reads the sites' high-water curves and release times only; it never adds host and device bytes.
-use rustc_hash::FxHashMap as HashMap;
 
 use crate::analysis::growth::growing;
-use crate::analysis::SiteStats;
+use crate::analysis::{SiteStats, SiteTable};
 
 /// A site whose growth was given back (times in clock ns).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,10 +25,10 @@ pub const MIN_CLIMB_NS: u64 = 100_000_000;
 
 /// The sites of `sites` that grew for at least [`MIN_CLIMB_NS`] and gave it back, largest peak
 /// first; `min_bytes` ignores sites that never held that much.
-pub fn released(sites: &HashMap<u32, SiteStats>, min_bytes: u64) -> Vec<Released> {
+pub fn released(sites: &SiteTable, min_bytes: u64) -> Vec<Released> {
     let mut list: Vec<Released> = sites
         .iter()
-        .filter_map(|(&stack, s)| {
+        .filter_map(|(stack, s)| {
             let at = s.released_t?;
             let peak = s.high_water.high();
             if s.live_bytes * 2 >= peak {
@@ -79,7 +78,7 @@ mod tests {
         let burst: Vec<(u64, u64)> = (1..=40).map(|i| (i * 1000, i << 20)).collect();
         // Spread over its own life, but 80 ms long: a burst too.
         let quick: Vec<(u64, u64)> = (1..=40).map(|i| (i * 2_000_000, i << 20)).collect();
-        let sites: HashMap<u32, SiteStats> = [
+        let sites: SiteTable = [
             (1, site(&climb, 0, Some(410_000_000))),
             (2, site(&burst, 0, Some(50_000))),
             // Still holds 30 of its 40 MiB: not given back.

@@ -6,34 +6,27 @@ use std::cell::RefCell;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::model::{Estimate, FrameOut, LeakClass, Site};
-use crate::analysis::{live_sites, SiteStats};
+use crate::analysis::{live_sites, SiteStats, SiteTable};
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
 
 /// The live sites of one class of memory (host heap, mappings, a device kind), symbolized; in a
 /// Python process each Python location shows the native frames of its largest stack of this class.
-pub fn leak_class(
-    t: &Replayed,
-    sym: &mut Symbolizer,
-    sites: &HashMap<u32, SiteStats>,
-) -> LeakClass {
+pub fn leak_class(t: &Replayed, sym: &mut Symbolizer, sites: &SiteTable) -> LeakClass {
     leak_class_of(t, sym, &by_location(t, sites))
 }
 
 /// `sites` grouped by Python location, each location under its stack that allocated the most (see
 /// [`weighted_groups`]): what the leak and growth sections of one kind of memory both read, worked
 /// out once (a PyTorch job has a million stacks to fold).
-pub fn by_location<'a>(
-    t: &Replayed,
-    sites: &'a HashMap<u32, SiteStats>,
-) -> std::borrow::Cow<'a, HashMap<u32, SiteStats>> {
+pub fn by_location<'a>(t: &Replayed, sites: &'a SiteTable) -> std::borrow::Cow<'a, SiteTable> {
     crate::analysis::python_sites::regroup(sites, &weighted_groups(t, sites))
 }
 
 /// The Python-location groups of `sites`, each represented by the stack that allocated the most
 /// among them (not by whichever stack of any kind of memory reached the line first): the native
 /// frames shown under a device site are a device allocation's. Empty without Python frames.
-pub fn weighted_groups(t: &Replayed, sites: &HashMap<u32, SiteStats>) -> HashMap<u32, u32> {
+pub fn weighted_groups(t: &Replayed, sites: &SiteTable) -> HashMap<u32, u32> {
     if t.py_groups.is_empty() {
         return HashMap::default();
     }
@@ -44,7 +37,7 @@ pub fn weighted_groups(t: &Replayed, sites: &HashMap<u32, SiteStats>) -> HashMap
 pub fn leak_class_grouped(
     t: &Replayed,
     sym: &mut Symbolizer,
-    sites: &HashMap<u32, SiteStats>,
+    sites: &SiteTable,
     groups: &HashMap<u32, u32>,
 ) -> LeakClass {
     leak_class_of(
@@ -55,11 +48,7 @@ pub fn leak_class_grouped(
 }
 
 /// As [`leak_class`], of sites already grouped.
-pub fn leak_class_of(
-    t: &Replayed,
-    sym: &mut Symbolizer,
-    sites: &HashMap<u32, SiteStats>,
-) -> LeakClass {
+pub fn leak_class_of(t: &Replayed, sym: &mut Symbolizer, sites: &SiteTable) -> LeakClass {
     let list = ranked_sites(t, sym, sites, usize::MAX);
     let unsampled = sites.get(&memshim_trace::UNSAMPLED);
     let unsampled_bytes = unsampled.map_or(0, |s| s.live_bytes);
@@ -92,7 +81,7 @@ pub fn leak_class_of(
 pub fn ranked_sites(
     t: &Replayed,
     sym: &mut Symbolizer,
-    sites: &HashMap<u32, SiteStats>,
+    sites: &SiteTable,
     top: usize,
 ) -> Vec<Site> {
     let sampled = t.heap.sample_bytes > 0;

@@ -44,7 +44,7 @@ pub fn rising(
     let step_of = |ns: u64| starts.partition_point(|&s| s <= ns) as u32;
     let mut out: Vec<Rising> = sites
         .iter()
-        .filter_map(|(&stack, s)| {
+        .filter_map(|(stack, s)| {
             let pts = &s.high_water.points;
             let (first, last) = (*pts.first()?, *pts.last()?);
             let held = match &at_exit {

@@ -137,7 +137,7 @@ fn growth(
         Some(a) => {
             let mut m = d.blocks.sites().clone();
             for (id, s) in m.iter_mut() {
-                s.live_bytes = a.holders.get(id).map_or(0, |h| h.live_bytes);
+                s.live_bytes = a.holders.get(&id).map_or(0, |h| h.live_bytes);
             }
             held_at_exit = m;
             &held_at_exit
@@ -145,7 +145,7 @@ fn growth(
         None => d.blocks.sites(),
     };
     let sites = regroup(base, groups);
-    for g in growing(sites.iter().map(|(k, v)| (*k, v)), end, MIN_GROWTH) {
+    for g in growing(sites.iter(), end, MIN_GROWTH) {
         out.growth.push(GrowthSite {
             from_bytes: g.from.1,
             from_time_s: secs(g.from.0),
@@ -170,7 +170,7 @@ fn growth(
     }
     let mut list: Vec<ReleasedGrowth> = Vec::new();
     for (stack, s) in sites.iter() {
-        let Some(&(at, live)) = released.get(stack) else {
+        let Some(&(at, live)) = released.get(&stack) else {
             continue;
         };
         let peak = s.high_water.points.last().map_or(0, |p| p.1);
@@ -183,7 +183,7 @@ fn growth(
             high_water: s.high_water.clone(),
             ..SiteStats::default()
         };
-        if let Some(g) = growing([(*stack, &held)].into_iter(), at, MIN_GROWTH).first() {
+        if let Some(g) = growing([(stack, &held)].into_iter(), at, MIN_GROWTH).first() {
             list.push(ReleasedGrowth {
                 device: id,
                 from_bytes: g.from.1,
@@ -192,7 +192,7 @@ fn growth(
                 peak_time_s: secs(g.to.0),
                 released_time_s: secs(at),
                 live_bytes: live,
-                frames: frames(t, sym, *stack),
+                frames: frames(t, sym, stack),
             });
         }
     }

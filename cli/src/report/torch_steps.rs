@@ -38,7 +38,7 @@ pub fn apply(
     let mut keys: HashMap<u32, Keys> = HashMap::default();
     let mut roles: HashMap<u32, u8> = HashMap::default();
     for d in t.torch.devices.values() {
-        for &id in d.blocks.sites().keys() {
+        for id in d.blocks.sites().keys() {
             if roles.contains_key(&id) {
                 continue;
             }
@@ -267,11 +267,7 @@ fn steps(
         }
     }
     let host_sites = regroup(t.heap.sites(), &t.py_groups);
-    for g in growing(
-        host_sites.iter().map(|(k, v)| (*k, v)),
-        t.heap.last_t,
-        HOST_MIN_BYTES,
-    ) {
+    for g in growing(host_sites.iter(), t.heap.last_t, HOST_MIN_BYTES) {
         let from = (secs(g.from.0), g.from.1);
         if let Some((a, b, each)) = per_step(from, (secs(g.to.0), g.live_end)) {
             growth.push(StepGrowth {
