@@ -84,12 +84,7 @@ impl Builder {
             p.0 += b;
             p.1 += k;
         }
-        let mut kids: Vec<Vec<u32>> = vec![Vec::new(); self.nodes.len()];
-        for (i, n) in self.nodes.iter().enumerate().skip(1) {
-            if total[i].0 > 0 {
-                kids[n.parent as usize].push(i as u32);
-            }
-        }
+        let kids = Kids::of(&self.nodes, &total);
         let tree = Weighted {
             nodes: &self.nodes,
             total: &total,
@@ -116,11 +111,49 @@ impl Builder {
     }
 }
 
+/// Each node's children with bytes in one weighting, in node order, all in one list: a list per
+/// node was a heap block for each of a PyTorch job's two million nodes, three times over.
+struct Kids {
+    /// The children of node `i` are `list[start[i]..start[i + 1]]`.
+    start: Vec<u32>,
+    list: Vec<u32>,
+}
+
+impl Kids {
+    fn of(nodes: &[Node], total: &[(u64, u64)]) -> Kids {
+        let weighed = |i: usize| i > 0 && total[i].0 > 0;
+        let mut start = vec![0u32; nodes.len() + 1];
+        for (i, n) in nodes.iter().enumerate() {
+            if weighed(i) {
+                start[n.parent as usize + 1] += 1;
+            }
+        }
+        for i in 1..start.len() {
+            start[i] += start[i - 1];
+        }
+        let mut next = start.clone();
+        let mut list = vec![0u32; start[nodes.len()] as usize];
+        for (i, n) in nodes.iter().enumerate() {
+            if weighed(i) {
+                let slot = &mut next[n.parent as usize];
+                list[*slot as usize] = i as u32;
+                *slot += 1;
+            }
+        }
+        Kids { start, list }
+    }
+
+    fn of_node(&self, at: u32) -> &[u32] {
+        let at = at as usize;
+        &self.list[self.start[at] as usize..self.start[at + 1] as usize]
+    }
+}
+
 /// The tree seen through one weighting.
 struct Weighted<'a> {
     nodes: &'a [Node],
     total: &'a [(u64, u64)],
-    kids: &'a [Vec<u32>],
+    kids: &'a Kids,
     names: &'a [String],
 }
 
@@ -136,7 +169,7 @@ impl Weighted<'_> {
         merged: &mut u64,
     ) {
         let name = |i: u32| &self.names[self.nodes[i as usize].name as usize];
-        let mut kids = self.kids[at as usize].clone();
+        let mut kids = self.kids.of_node(at).to_vec();
         kids.sort_by(|&a, &b| {
             (self.total[b as usize].0.cmp(&self.total[a as usize].0))
                 .then_with(|| name(a).cmp(name(b)))
@@ -172,7 +205,9 @@ impl Weighted<'_> {
     }
 
     fn subtree_size(&self, at: u32) -> u64 {
-        1 + self.kids[at as usize]
+        1 + self
+            .kids
+            .of_node(at)
             .iter()
             .map(|&k| self.subtree_size(k))
             .sum::<u64>()
