@@ -10,6 +10,7 @@ pub mod heap;
 pub mod heap_totals;
 pub mod high_water;
 pub mod holes;
+pub mod id_table;
 pub mod kinds;
 pub mod live_blocks;
 pub mod mmap;
@@ -18,14 +19,13 @@ pub mod numa;
 pub mod prefetch;
 pub mod program_peak;
 pub mod python_sites;
-pub mod site_table;
 pub mod timeline;
 pub mod torch;
 pub mod torch_steps;
 pub mod transfers;
 pub mod unified;
 
-pub use site_table::SiteTable;
+pub use id_table::{IdTable, SiteTable};
 
 /// What one call site did, by stack id.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use memshim_trace::{FrameRef, StackTree};
 use rustc_hash::FxHashMap as HashMap;
 
-use super::SiteTable;
+use super::{IdTable, SiteTable};
 
 /// The Python frames of a stack (innermost first), the key its site is grouped by (empty for a
 /// native-only stack).
@@ -29,7 +29,7 @@ fn is_python(frame: u64) -> bool {
 /// node of the stack tree is worked out once (`StackTree::scan`), so a PyTorch job's million stacks
 /// of 75 frames cost the 7 million nodes of their tree, not 87 million frames. Number 0 is no
 /// Python frame at all.
-pub fn location_keys(stacks: &StackTree) -> HashMap<u32, u32> {
+pub fn location_keys(stacks: &StackTree) -> IdTable<u32> {
     let mut numbers: HashMap<(u32, u64), u32> = HashMap::default();
     let locations = stacks.scan(0u32, |location, frame| {
         if !is_python(frame) {
@@ -49,13 +49,14 @@ pub fn location_keys(stacks: &StackTree) -> HashMap<u32, u32> {
 
 /// Maps each stack id whose Python frames another, smaller stack id shares to that id; `keys`
 /// from [`location_keys`].
-pub fn groups(keys: &HashMap<u32, u32>) -> HashMap<u32, u32> {
-    let mut ids: Vec<(u32, u32)> = keys.iter().map(|(&id, &k)| (id, k)).collect();
+pub fn groups(keys: &IdTable<u32>) -> IdTable<u32> {
+    let mut ids: Vec<(u32, u32)> = keys.iter().map(|(id, &k)| (id, k)).collect();
     ids.sort_unstable();
-    let mut first: HashMap<u32, u32> = HashMap::default();
-    let mut out = HashMap::default();
+    // By location number: numbered from 1, dense.
+    let mut first: IdTable<Option<u32>> = IdTable::default();
+    let mut out = IdTable::default();
     for (id, key) in ids {
-        let canon = *first.entry(key).or_insert(id);
+        let canon = *first.get_or_default(key).get_or_insert(id);
         if canon != id {
             out.insert(id, canon);
         }
@@ -66,36 +67,36 @@ pub fn groups(keys: &HashMap<u32, u32>) -> HashMap<u32, u32> {
 /// As [`groups`], for the stacks of `sites` alone, each Python location represented by the stack
 /// that allocated the most bytes there: its native frames are the ones a reader should see (a
 /// device site shows a device allocation's stack, not a host one that reached the same line first).
-pub fn groups_by_weight(keys: &HashMap<u32, u32>, sites: &SiteTable) -> HashMap<u32, u32> {
-    let mut ids: Vec<(u32, u32)> = sites
-        .keys()
-        .filter_map(|id| Some((id, *keys.get(&id)?)))
+pub fn groups_by_weight(keys: &IdTable<u32>, sites: &SiteTable) -> IdTable<u32> {
+    let mut ids: Vec<(u32, u32, u64)> = sites
+        .iter()
+        .filter_map(|(id, s)| Some((id, *keys.get(&id)?, s.allocated_bytes)))
         .collect();
     ids.sort_unstable();
-    let mut best: HashMap<u32, (u64, u32)> = HashMap::default();
-    for &(id, key) in &ids {
-        let weight = sites[&id].allocated_bytes;
-        let e = best.entry(key).or_insert((weight, id));
+    // The heaviest stack of each location (by location number, dense), the first on ties.
+    let mut best: IdTable<Option<(u64, u32)>> = IdTable::default();
+    for &(id, key, weight) in &ids {
+        let e = best.get_or_default(key).get_or_insert((weight, id));
         if weight > e.0 {
             *e = (weight, id);
         }
     }
     ids.into_iter()
-        .filter_map(|(id, key)| {
-            let canon = best[&key].1;
+        .filter_map(|(id, key, _)| {
+            let canon = best[&key]?.1;
             (canon != id).then_some((id, canon))
         })
         .collect()
 }
 
 /// The site a stack id belongs to.
-pub fn site_of(groups: &HashMap<u32, u32>, stack: u32) -> u32 {
+pub fn site_of(groups: &IdTable<u32>, stack: u32) -> u32 {
     groups.get(&stack).copied().unwrap_or(stack)
 }
 
 /// `sites` with the stacks of each Python location added together (`sites` itself when no two
 /// stacks share their Python frames, as in every process without Python).
-pub fn regroup<'a>(sites: &'a SiteTable, groups: &HashMap<u32, u32>) -> Cow<'a, SiteTable> {
+pub fn regroup<'a>(sites: &'a SiteTable, groups: &IdTable<u32>) -> Cow<'a, SiteTable> {
     if groups.is_empty() {
         return Cow::Borrowed(sites);
     }
@@ -141,7 +142,7 @@ mod tests {
             .collect();
         let r = regroup(&sites, &g);
         assert!(matches!(
-            regroup(&sites, &HashMap::default()),
+            regroup(&sites, &IdTable::default()),
             Cow::Borrowed(_)
         ));
         assert_eq!(r.len(), 2);

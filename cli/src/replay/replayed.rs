@@ -9,7 +9,7 @@ use memshim_trace::{
 
 use super::frame_damage::FrameDamage;
 use crate::analysis::fragmentation::Fragmentation;
-use crate::analysis::{device::Device, heap::Heap, mmap::Mappings, transfers::Transfers};
+use crate::analysis::{device::Device, heap::Heap, mmap::Mappings, transfers::Transfers, IdTable};
 
 /// A module as loaded, with when it was loaded and unloaded.
 #[derive(Clone, Debug)]
@@ -114,10 +114,10 @@ pub struct Replayed {
     pub py_codes: HashMap<u32, PyFunction>,
     /// Stack ids that share their Python frames with a smaller id, mapped to it (one site per
     /// Python location).
-    pub py_groups: HashMap<u32, u32>,
+    pub py_groups: IdTable<u32>,
     /// Each stack id with Python frames, mapped to its location's number
     /// (`analysis::python_sites::location_keys`).
-    pub py_keys: HashMap<u32, u32>,
+    pub py_keys: IdTable<u32>,
     /// `--all-frames`: the reports of this trace show every frame (see `report::frame_marks`). Set
     /// by the command after replaying; replay itself never reads it.
     pub all_frames: bool,
@@ -183,8 +183,8 @@ impl Replayed {
             gpus: Default::default(),
             unified: Default::default(),
             py_codes: HashMap::default(),
-            py_groups: HashMap::default(),
-            py_keys: HashMap::default(),
+            py_groups: Default::default(),
+            py_keys: Default::default(),
             all_frames: false,
             script_dir: Default::default(),
             py_strings: HashMap::default(),

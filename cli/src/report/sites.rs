@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::model::{Estimate, FrameOut, LeakClass, Site};
-use crate::analysis::{live_sites, SiteStats, SiteTable};
+use crate::analysis::{live_sites, IdTable, SiteStats, SiteTable};
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
 
@@ -26,9 +26,9 @@ pub fn by_location<'a>(t: &Replayed, sites: &'a SiteTable) -> std::borrow::Cow<'
 /// The Python-location groups of `sites`, each represented by the stack that allocated the most
 /// among them (not by whichever stack of any kind of memory reached the line first): the native
 /// frames shown under a device site are a device allocation's. Empty without Python frames.
-pub fn weighted_groups(t: &Replayed, sites: &SiteTable) -> HashMap<u32, u32> {
+pub fn weighted_groups(t: &Replayed, sites: &SiteTable) -> IdTable<u32> {
     if t.py_groups.is_empty() {
-        return HashMap::default();
+        return Default::default();
     }
     crate::analysis::python_sites::groups_by_weight(&t.py_keys, sites)
 }
@@ -38,7 +38,7 @@ pub fn leak_class_grouped(
     t: &Replayed,
     sym: &mut Symbolizer,
     sites: &SiteTable,
-    groups: &HashMap<u32, u32>,
+    groups: &IdTable<u32>,
 ) -> LeakClass {
     leak_class_of(
         t,

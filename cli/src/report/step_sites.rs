@@ -3,10 +3,9 @@
 //! training steps and still holds nearly all of it at the end grows a step, however unevenly the
 //! steps are spread in time (a loop of twelve 1 ms steps between a slow first step and a slow exit
 //! spans too little of its site's life to look like growth over time).
-use rustc_hash::FxHashMap as HashMap;
 
-use crate::analysis::merge_sites;
 use crate::analysis::python_sites::regroup;
+use crate::analysis::{merge_sites, IdTable};
 use crate::replay::Replayed;
 
 /// Sites under this at their last high never count.
@@ -29,7 +28,7 @@ pub struct Rising {
 /// first.
 pub fn rising(
     t: &Replayed,
-    groups: &HashMap<u32, u32>,
+    groups: &IdTable<u32>,
     starts: &[u64],
     min_steps: usize,
 ) -> Vec<Rising> {

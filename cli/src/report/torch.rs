@@ -10,7 +10,7 @@ use super::sites::{frames, leak_class_grouped};
 use crate::analysis::growth::growing;
 use crate::analysis::python_sites::{groups_by_weight, regroup};
 use crate::analysis::torch::{verdict, OomAt, TorchDevice, Verdict};
-use crate::analysis::{merge_sites, SiteStats};
+use crate::analysis::{merge_sites, IdTable, SiteStats};
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
 use crate::units::human_bytes;
@@ -124,7 +124,7 @@ fn growth(
     sym: &mut Symbolizer,
     id: i32,
     d: &TorchDevice,
-    groups: &HashMap<u32, u32>,
+    groups: &IdTable<u32>,
     out: &mut TorchSection,
 ) {
     let secs = |ns: u64| ns.saturating_sub(t.header.clock_start_ns) as f64 / 1e9;
@@ -200,7 +200,7 @@ fn growth(
     out.released_growth.extend(list);
 }
 
-fn oom(t: &Replayed, sym: &mut Symbolizer, o: &OomAt, groups: &HashMap<u32, u32>) -> TorchOomOut {
+fn oom(t: &Replayed, sym: &mut Symbolizer, o: &OomAt, groups: &IdTable<u32>) -> TorchOomOut {
     let secs = |ns: u64| ns.saturating_sub(t.header.clock_start_ns) as f64 / 1e9;
     let cache_free = o.reserved.saturating_sub(o.allocated);
     let v = verdict(o);

@@ -15,6 +15,7 @@ use crate::analysis::growth::growing;
 use crate::analysis::python_sites::regroup;
 use crate::analysis::torch_steps::{Keys, Segment, StepPass, DEPTHS};
 use crate::analysis::transfers::Direction;
+use crate::analysis::IdTable;
 use crate::replay::torch_pass::torch_pass;
 use crate::replay::Replayed;
 use crate::symbolize::Symbolizer;
@@ -29,12 +30,7 @@ const GROWTH_ROWS: usize = 5;
 
 /// Adds the steps and the roles to a PyTorch section whose devices and OOMs are built.
 /// `groups`: the tensor sites' Python-location groups, as the section made them.
-pub fn apply(
-    t: &Replayed,
-    sym: &mut Symbolizer,
-    groups: &HashMap<u32, u32>,
-    out: &mut TorchSection,
-) {
+pub fn apply(t: &Replayed, sym: &mut Symbolizer, groups: &IdTable<u32>, out: &mut TorchSection) {
     let mut keys: HashMap<u32, Keys> = HashMap::default();
     let mut roles: HashMap<u32, u8> = HashMap::default();
     for d in t.torch.devices.values() {
@@ -153,7 +149,7 @@ fn steps(
     t: &Replayed,
     sym: &mut Symbolizer,
     pass: &StepPass,
-    groups: &HashMap<u32, u32>,
+    groups: &IdTable<u32>,
     torch: &TorchSection,
 ) -> TorchStepsOut {
     let segs = &pass.segments;

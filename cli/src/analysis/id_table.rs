@@ -1,44 +1,59 @@
-//! Sites by stack id: what every analysis and report keeps per call site, in a table indexed by
-//! the id itself where the ids are dense and in a hash map where they are not.
+//! Values by stack id: what the analyses and reports keep per call site (see [`SiteTable`]) or per
+//! stack (a stack's Python location, its site), in a table indexed by the id itself where the ids
+//! are dense and in a hash map where they are not.
 //!
 //! The host heap of a PyTorch job has a million sites, one per stack, and the trace numbers its
 //! stacks 0, 1, 2... in the order they were first seen, so the heap's sites are nearly every id:
 //! a slot per id is one cache miss an allocation where a hash map took two (its control bytes,
 //! then the entry), grows by `realloc` instead of rehashing, and holds no empty buckets. A device
 //! heap's few hundred sites are scattered over the same million ids: those stay in the map, so
-//! the table never holds more than about four slots per site it has.
+//! the table never holds more than about four slots per id it has.
 //!
 //! It must never iterate in an order a report depends on: callers sort what they show.
 use rustc_hash::FxHashMap as HashMap;
 
 use super::SiteStats;
 
-/// Slots kept per site present, at most, before ids go to the map instead.
+/// Sites by stack id.
+pub type SiteTable = IdTable<SiteStats>;
+
+/// Slots kept per id present, at most, before ids go to the map instead.
 const SLOTS_PER_SITE: usize = 4;
 /// Slots a table may hold whatever its count: small tables stay in slots.
 const SLACK_SLOTS: usize = 1024;
 
-/// Sites keyed by stack id (see the module's doc).
-#[derive(Clone, Debug, Default)]
-pub struct SiteTable {
-    /// Sites by id below `slots.len()`; an id whose bit in `present` is clear holds a default.
-    slots: Vec<SiteStats>,
+/// Values keyed by stack id (see the module's doc).
+#[derive(Clone, Debug)]
+pub struct IdTable<V> {
+    /// Values by id below `slots.len()`; an id whose bit in `present` is clear holds a default.
+    slots: Vec<V>,
     present: Vec<u64>,
-    /// Sites of ids beyond the slots.
-    sparse: HashMap<u32, SiteStats>,
+    /// Values of ids beyond the slots.
+    sparse: HashMap<u32, V>,
     len: usize,
 }
 
-impl SiteTable {
+impl<V> Default for IdTable<V> {
+    fn default() -> IdTable<V> {
+        IdTable {
+            slots: Vec::new(),
+            present: Vec::new(),
+            sparse: HashMap::default(),
+            len: 0,
+        }
+    }
+}
+
+impl<V: Default> IdTable<V> {
     /// An empty table with slots for ids below `ids`.
-    pub fn with_ids(ids: usize) -> SiteTable {
-        let mut t = SiteTable::default();
-        t.slots.resize_with(ids, SiteStats::default);
+    pub fn with_ids(ids: usize) -> IdTable<V> {
+        let mut t = IdTable::default();
+        t.slots.resize_with(ids, V::default);
         t.present.resize(ids.div_ceil(64), 0);
         t
     }
 
-    /// Sites present.
+    /// Ids present.
     pub fn len(&self) -> usize {
         self.len
     }
@@ -47,7 +62,7 @@ impl SiteTable {
         self.len == 0
     }
 
-    pub fn get(&self, id: &u32) -> Option<&SiteStats> {
+    pub fn get(&self, id: &u32) -> Option<&V> {
         let i = *id as usize;
         if i < self.slots.len() {
             return self.is_present(i).then(|| &self.slots[i]);
@@ -55,7 +70,7 @@ impl SiteTable {
         self.sparse.get(id)
     }
 
-    pub fn get_mut(&mut self, id: &u32) -> Option<&mut SiteStats> {
+    pub fn get_mut(&mut self, id: &u32) -> Option<&mut V> {
         let i = *id as usize;
         if i < self.slots.len() {
             return self.is_present(i).then(|| &mut self.slots[i]);
@@ -67,8 +82,8 @@ impl SiteTable {
         self.get(id).is_some()
     }
 
-    /// The site of `id`, made empty if it was not present.
-    pub fn get_or_default(&mut self, id: u32) -> &mut SiteStats {
+    /// The value of `id`, made the default if it was not present.
+    pub fn get_or_default(&mut self, id: u32) -> &mut V {
         let i = id as usize;
         if i >= self.slots.len() {
             self.grow_for(i);
@@ -83,17 +98,17 @@ impl SiteTable {
         let len = &mut self.len;
         self.sparse.entry(id).or_insert_with(|| {
             *len += 1;
-            SiteStats::default()
+            V::default()
         })
     }
 
-    /// Puts `site` at `id`, replacing what was there.
-    pub fn insert(&mut self, id: u32, site: SiteStats) {
-        *self.get_or_default(id) = site;
+    /// Puts `value` at `id`, replacing what was there.
+    pub fn insert(&mut self, id: u32, value: V) {
+        *self.get_or_default(id) = value;
     }
 
-    /// The sites present as (stack id, site): slots in id order, then the map's in no order.
-    pub fn iter(&self) -> impl Iterator<Item = (u32, &SiteStats)> + '_ {
+    /// The values present as (stack id, value): slots in id order, then the map's in no order.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &V)> + '_ {
         let slots = self
             .present
             .iter()
@@ -103,8 +118,8 @@ impl SiteTable {
         slots.chain(self.sparse.iter().map(|(&id, s)| (id, s)))
     }
 
-    /// As [`SiteTable::iter`], to change the sites in place.
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = (u32, &mut SiteStats)> + '_ {
+    /// As [`IdTable::iter`], to change the values in place.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (u32, &mut V)> + '_ {
         let present = &self.present;
         let slots = self
             .slots
@@ -119,7 +134,7 @@ impl SiteTable {
         self.iter().map(|(id, _)| id)
     }
 
-    pub fn values(&self) -> impl Iterator<Item = &SiteStats> + '_ {
+    pub fn values(&self) -> impl Iterator<Item = &V> + '_ {
         self.iter().map(|(_, s)| s)
     }
 
@@ -142,7 +157,7 @@ impl SiteTable {
             return;
         };
         self.slots.reserve_exact(want - self.slots.len());
-        self.slots.resize_with(want, SiteStats::default);
+        self.slots.resize_with(want, V::default);
         self.present.resize(want.div_ceil(64), 0);
         if self.sparse.is_empty() {
             return;
@@ -179,20 +194,20 @@ impl Iterator for SetBits {
     }
 }
 
-impl std::ops::Index<&u32> for SiteTable {
-    type Output = SiteStats;
+impl<V: Default> std::ops::Index<&u32> for IdTable<V> {
+    type Output = V;
 
-    fn index(&self, id: &u32) -> &SiteStats {
+    fn index(&self, id: &u32) -> &V {
         match self.get(id) {
             Some(s) => s,
-            None => panic!("no site for stack {id}"),
+            None => panic!("nothing for stack {id}"),
         }
     }
 }
 
-impl FromIterator<(u32, SiteStats)> for SiteTable {
-    fn from_iter<I: IntoIterator<Item = (u32, SiteStats)>>(iter: I) -> SiteTable {
-        let mut t = SiteTable::default();
+impl<V: Default> FromIterator<(u32, V)> for IdTable<V> {
+    fn from_iter<I: IntoIterator<Item = (u32, V)>>(iter: I) -> IdTable<V> {
+        let mut t = IdTable::default();
         for (id, s) in iter {
             t.insert(id, s);
         }
@@ -200,8 +215,8 @@ impl FromIterator<(u32, SiteStats)> for SiteTable {
     }
 }
 
-impl PartialEq for SiteTable {
-    fn eq(&self, other: &SiteTable) -> bool {
+impl<V: Default + PartialEq> PartialEq for IdTable<V> {
+    fn eq(&self, other: &IdTable<V>) -> bool {
         self.len == other.len && self.iter().all(|(id, s)| other.get(&id) == Some(s))
     }
 }
