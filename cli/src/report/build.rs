@@ -4,7 +4,8 @@
 use memshim_trace::EndReason;
 
 use super::model::{
-    HeapSummary, Leaks, Process, ProgramMemory, PythonOut, Report, Timeline, PEAK_SITES, SCHEMA,
+    FlameSection, HeapSummary, Leaks, Process, ProgramMemory, PythonOut, Report, Timeline,
+    PEAK_SITES, SCHEMA,
 };
 use super::sites::leak_class_of;
 use crate::bench::ceilings::Ceilings;
@@ -57,6 +58,30 @@ pub fn report_of(traces: &[&Replayed], ceilings: &[Ceilings], flame: bool) -> Re
 }
 
 fn process(t: &Replayed, ceilings: &[Ceilings], flame: bool) -> Process {
+    if !flame {
+        return sections(t, ceilings, FlameSection::default);
+    }
+    // The flame graphs name every stack ever allocated from, a third of a PyTorch job's JSON
+    // report, and need nothing of the other sections: they are built on a thread of their own
+    // meanwhile, with their own symbolizer and memo of frames (the names are the same).
+    let graphs = || super::sites::with_frame_memo(|| flame_graphs(t));
+    std::thread::scope(|s| {
+        let spawned = std::thread::Builder::new()
+            .name("memshim-flame".into())
+            .spawn_scoped(s, graphs);
+        sections(t, ceilings, || match spawned {
+            Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            Err(_) => flame_graphs(t),
+        })
+    })
+}
+
+fn flame_graphs(t: &Replayed) -> FlameSection {
+    super::flame::section(t, &mut Symbolizer::default())
+}
+
+/// The process's report, its flame graphs from `flame` (called once the other sections are built).
+fn sections(t: &Replayed, ceilings: &[Ceilings], flame: impl FnOnce() -> FlameSection) -> Process {
     let mut sym = Symbolizer::default();
     let ns_to_s = |ns: u64| ns.saturating_sub(t.header.clock_start_ns) as f64 / 1e9;
     let host_sites = super::sites::by_location(t, t.heap.sites());
@@ -100,11 +125,7 @@ fn process(t: &Replayed, ceilings: &[Ceilings], flame: bool) -> Process {
     if let Some(c) = &t.heap_totals {
         super::counted::apply(c, ns_to_s, &mut heap, &mut host);
     }
-    let flame = if flame {
-        super::flame::section(t, &mut sym)
-    } else {
-        Default::default()
-    };
+    let flame = flame();
     let mut notes = t.notes.clone();
     if let Some(c) = &t.corrupt {
         notes.push(format!("reading stopped early: {c}"));
