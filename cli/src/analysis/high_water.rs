@@ -71,9 +71,19 @@ impl HighWater {
             self.gap_ns = 0;
             return;
         }
+        let theirs = &other.points;
+        // When mine had already reached their highest before their first point, every point of
+        // theirs comes after a high at least as high and adds nothing: replaying would give mine
+        // back. The usual case when the stacks of one Python location are folded into the site of
+        // the heaviest, which sets the highs.
+        let (first_t, top) = (theirs[0].0, theirs[theirs.len() - 1].1);
+        let before = self.points.partition_point(|p| p.0 < first_t);
+        if before > 0 && self.points[before - 1].1 >= top {
+            self.gap_ns = 0;
+            return;
+        }
         // Both lists are in order (by time, then bytes): observed merged, as if sorted together.
         let mine = std::mem::take(&mut self.points);
-        let theirs = &other.points;
         self.gap_ns = 0;
         let (mut i, mut j) = (0, 0);
         while i < mine.len() || j < theirs.len() {
@@ -194,6 +204,45 @@ mod tests {
         );
     }
 
+    /// `b` merged into `a`, as observing both curves' points sorted together gives it.
+    fn merged_by_sorting(a: &HighWater, b: &HighWater) -> HighWater {
+        let mut sorted: Vec<(u64, u64)> = a.points.iter().chain(&b.points).copied().collect();
+        sorted.sort_unstable();
+        let mut expected = HighWater::default();
+        for (t, live) in sorted {
+            expected.observe(t, live);
+        }
+        expected
+    }
+
+    #[test]
+    fn a_curve_below_highs_already_set_adds_nothing_and_one_above_them_does() {
+        let curve = |points: &[(u64, u64)]| {
+            let mut h = HighWater::default();
+            points.iter().for_each(|&(t, b)| h.observe(t, b));
+            h
+        };
+        let big = curve(&[(10, 100), (20, 300), (40, 500)]);
+        for small in [
+            // Under a high set before it: nothing added.
+            curve(&[(25, 50), (30, 300)]),
+            curve(&[(41, 500)]),
+            // At the same time as the high it is under: sorting puts it first.
+            curve(&[(20, 60)]),
+            // Before every high, above a high set before it, or above the last: points added.
+            curve(&[(5, 1)]),
+            curve(&[(25, 50), (30, 301)]),
+            curve(&[(50, 501)]),
+        ] {
+            let mut a = big.clone();
+            a.merge(&small);
+            assert_eq!(a, merged_by_sorting(&big, &small), "{:?}", small.points);
+        }
+        let mut a = big.clone();
+        a.merge(&curve(&[(25, 50), (30, 300)]));
+        assert_eq!(a.points, big.points);
+    }
+
     #[test]
     fn merging_walks_both_curves_as_sorting_them_together_would() {
         // Curves with equal times and equal points between them, thinned and not.
@@ -205,12 +254,7 @@ mod tests {
             for i in 1..=m {
                 b.observe(i * 2000, i * 5 + (i % 3));
             }
-            let mut sorted: Vec<(u64, u64)> = a.points.iter().chain(&b.points).copied().collect();
-            sorted.sort_unstable();
-            let mut expected = HighWater::default();
-            for (t, live) in sorted {
-                expected.observe(t, live);
-            }
+            let expected = merged_by_sorting(&a, &b);
             a.merge(&b);
             assert_eq!(a, expected, "{n} and {m} points");
         }
