@@ -24,12 +24,7 @@ pub fn report(traces: Vec<Replayed>, ceilings: &[Ceilings]) -> Report {
 pub fn report_parts(mut traces: Vec<Replayed>, ceilings: &[Ceilings], flame: bool) -> Report {
     traces.sort_by_key(|t| (t.header.start_unix_ns, t.header.pid));
     let report = report_of(&traces.iter().collect::<Vec<_>>(), ceilings, flame);
-    // Freed on a thread of their own: a PyTorch job's million stacks and sites take a second to
-    // free, which rendering need not wait for (the process may end before it is done). Should no
-    // thread start, the closure, and with it the traces, is dropped here.
-    let _ = std::thread::Builder::new()
-        .name("memshim-free".into())
-        .spawn(move || drop(traces));
+    super::free_later::free_later(traces);
     report
 }
 
@@ -63,8 +58,9 @@ fn process(t: &Replayed, ceilings: &[Ceilings], flame: bool) -> Process {
     }
     // The flame graphs name every stack ever allocated from, a third of a PyTorch job's JSON
     // report, and need nothing of the other sections: they are built on a thread of their own
-    // meanwhile, with their own symbolizer and memo of frames (the names are the same).
-    let graphs = || super::sites::with_frame_memo(|| flame_graphs(t));
+    // meanwhile, with their own symbolizer (the names are the same). They keep what they need of
+    // each return address's frames themselves, so that thread has no memo of frames.
+    let graphs = || flame_graphs(t);
     std::thread::scope(|s| {
         let spawned = std::thread::Builder::new()
             .name("memshim-flame".into())

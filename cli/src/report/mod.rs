@@ -15,6 +15,7 @@ pub mod flame;
 mod flame_tree;
 pub mod fragmentation;
 pub mod frame_marks;
+mod free_later;
 pub mod gpus;
 pub mod growth;
 pub mod model;

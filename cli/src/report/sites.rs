@@ -146,13 +146,18 @@ thread_local! {
 
 /// Runs `f` (the building of one process's report, on this thread) with each return address's
 /// frames built once: a trace of a million stacks (a library's static initialisers) names the same
-/// few thousand addresses in all of them, and formatting each again was most of its report.
+/// few thousand addresses in all of them, and formatting each again was most of its report. A
+/// large memo is freed on a thread of its own.
 pub fn with_frame_memo<T>(f: impl FnOnce() -> T) -> T {
     struct Restore(Option<HashMap<u64, Vec<FrameOut>>>);
     impl Drop for Restore {
         fn drop(&mut self) {
             let prev = self.0.take();
-            MEMO.with(|m| *m.borrow_mut() = prev);
+            match MEMO.with(|m| m.replace(prev)) {
+                // A thread costs more than a small memo's free.
+                Some(memo) if memo.len() > 4096 => super::free_later::free_later(memo),
+                _ => {}
+            }
         }
     }
     let _restore = Restore(MEMO.with(|m| m.replace(Some(HashMap::default()))));
