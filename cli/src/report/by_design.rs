@@ -27,35 +27,61 @@ use super::model::FrameOut;
 
 /// The owner of memory that a system library keeps by design, if the stack is one.
 pub fn owner(frames: &[FrameOut]) -> Option<&'static str> {
-    let inner: Vec<&FrameOut> = frames
-        .iter()
-        .skip_while(|f| super::model::frame::is_allocator(f) || is_allocation_entry(f))
-        .collect();
-    let libc_run = inner
-        .iter()
-        .take_while(|f| in_module(f, is_libc_module) || is_libc_name(f))
-        .count();
-    if inner[..libc_run].iter().any(|f| is_libc_name(f)) {
+    owner_by(frames, traits)
+}
+
+/// What [`owner`] reads of one frame, on its own: the report keeps it per return address, so that
+/// a site's owner is found without reading its frames' names again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Traits {
+    /// The allocator itself, or libc's entry points to it.
+    allocator: bool,
+    /// In the C library or the loader, or one of their internal names.
+    libc: bool,
+    /// One of the C library's internal names that allocate once (see [`is_libc_name`]).
+    libc_name: bool,
+    cxx: bool,
+    /// In the loader, or its call of a library's initialisers.
+    loader: bool,
+    interpreter_init: bool,
+    rust_init: bool,
+    go_runtime: bool,
+}
+
+/// The [`Traits`] of one frame.
+pub fn traits(f: &FrameOut) -> Traits {
+    let libc_name = is_libc_name(f);
+    Traits {
+        allocator: super::model::frame::is_allocator(f) || is_allocation_entry(f),
+        libc: libc_name || in_module(f, is_libc_module),
+        libc_name,
+        cxx: in_module(f, |m| m.starts_with("libstdc++")),
+        loader: in_module(f, is_loader_module) || is_loader_init(f),
+        interpreter_init: is_interpreter_init(f),
+        rust_init: is_rust_runtime_init(f),
+        go_runtime: is_go_runtime(f),
+    }
+}
+
+/// As [`owner`], of frames in any form whose [`Traits`] `traits` gives.
+pub fn owner_by<T>(frames: &[T], traits: impl Fn(&T) -> Traits) -> Option<&'static str> {
+    let all = || frames.iter().map(&traits);
+    let inner: Vec<Traits> = all().skip_while(|t| t.allocator).collect();
+    let libc_run = inner.iter().take_while(|t| t.libc).count();
+    if inner[..libc_run].iter().any(|t| t.libc_name) {
         return Some("c_library");
     }
-    let cxx_run = inner
-        .iter()
-        .take_while(|f| in_module(f, |m| m.starts_with("libstdc++")))
-        .count();
-    if cxx_run > 0
-        && inner
-            .get(cxx_run)
-            .is_some_and(|f| in_module(f, is_loader_module) || is_loader_init(f))
-    {
+    let cxx_run = inner.iter().take_while(|t| t.cxx).count();
+    if cxx_run > 0 && inner.get(cxx_run).is_some_and(|t| t.loader) {
         return Some("cxx_runtime");
     }
-    if frames.iter().any(is_interpreter_init) {
+    if all().any(|t| t.interpreter_init) {
         return Some("interpreter");
     }
-    if frames.iter().any(is_rust_runtime_init) {
+    if all().any(|t| t.rust_init) {
         return Some("rust_runtime");
     }
-    if inner.first().is_some_and(|f| is_go_runtime(f)) {
+    if inner.first().is_some_and(|t| t.go_runtime) {
         return Some("go_runtime");
     }
     None

@@ -143,7 +143,7 @@ fn owners(t: &Replayed, sym: &mut Symbolizer) -> Vec<OwnerRow> {
             continue;
         };
         for (stack, s) in heap.sites().iter() {
-            let owner = super::owner::owner(&frames(t, sym, stack));
+            let owner = super::sites::owned_frames(t, sym, stack).1;
             let i = match rows.iter().position(|r| r.owner == owner) {
                 Some(i) => i,
                 None => {

@@ -40,9 +40,18 @@ pub fn mark(frames: &mut [FrameOut], cx: &FrameContext) {
     if cx.all_frames {
         return;
     }
-    let first_python = frames.iter().position(|f| f.kind == "python");
+    let traits: Vec<Traits> = frames.iter().map(traits).collect();
+    mark_by(frames, |i| traits[i], cx);
+}
+
+/// The marking half of [`mark`], with each frame's [`Traits`] (by index) already known.
+pub fn mark_by(frames: &mut [FrameOut], traits: impl Fn(usize) -> Traits, cx: &FrameContext) {
+    if cx.all_frames {
+        return;
+    }
+    let first_python = (0..frames.len()).position(|i| traits(i).python);
     for (i, f) in frames.iter_mut().enumerate() {
-        f.hidden = hidden(traits(f), i, first_python);
+        f.hidden = hidden(traits(i), i, first_python);
     }
 }
 

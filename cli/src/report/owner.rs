@@ -9,20 +9,37 @@ use super::model::FrameOut;
 
 /// The owner of a host or mapping site.
 pub fn owner(frames: &[FrameOut]) -> &'static str {
-    if frames
-        .iter()
-        .any(|f| module_base(f).is_some_and(is_driver_module))
-    {
-        "cuda_driver"
-    } else if frames.iter().any(|f| {
-        module_base(f).is_some_and(|m| m.starts_with("libnccl"))
+    owner_by(frames, traits)
+}
+
+/// What [`owner`] reads of one frame, on its own (see `by_design::Traits`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Traits {
+    driver: bool,
+    nccl: bool,
+    by_design: super::by_design::Traits,
+}
+
+/// The [`Traits`] of one frame.
+pub fn traits(f: &FrameOut) -> Traits {
+    Traits {
+        driver: module_base(f).is_some_and(is_driver_module),
+        nccl: module_base(f).is_some_and(|m| m.starts_with("libnccl"))
             || f.function
                 .as_deref()
-                .is_some_and(|func| is_api_name(func, "nccl"))
-    }) {
+                .is_some_and(|func| is_api_name(func, "nccl")),
+        by_design: super::by_design::traits(f),
+    }
+}
+
+/// As [`owner`], of frames in any form whose [`Traits`] `traits` gives.
+pub fn owner_by<T>(frames: &[T], traits: impl Fn(&T) -> Traits) -> &'static str {
+    if frames.iter().any(|f| traits(f).driver) {
+        "cuda_driver"
+    } else if frames.iter().any(|f| traits(f).nccl) {
         "nccl"
     } else {
-        super::by_design::owner(frames).unwrap_or("program")
+        super::by_design::owner_by(frames, |f| traits(f).by_design).unwrap_or("program")
     }
 }
 

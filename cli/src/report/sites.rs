@@ -5,6 +5,7 @@ use std::cell::RefCell;
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::frame_marks::{FrameContext, Traits};
 use super::model::{Estimate, FrameOut, LeakClass, Site};
 use crate::analysis::{live_sites, IdTable, SiteStats, SiteTable};
 use crate::replay::Replayed;
@@ -98,9 +99,9 @@ pub fn ranked_sites(
     ranked
         .into_iter()
         .map(|(id, s)| {
-            let frames = frames(t, sym, id);
+            let (frames, owner) = owned_frames(t, sym, id);
             Site {
-                owner: super::owner::owner(&frames),
+                owner,
                 suppressed_by: None,
                 bytes: s.live_bytes,
                 count: s.live_count,
@@ -114,34 +115,51 @@ pub fn ranked_sites(
         .collect()
 }
 
-/// The frames of stack `stack`, innermost first, marked, in a list sized once: a PyTorch job's
-/// report holds the frames of ten thousand sites of 150 frames each, and a list grown by doubling
-/// was half empty.
+/// The frames of stack `stack`, innermost first, marked.
 pub fn frames(t: &Replayed, sym: &mut Symbolizer, stack: u32) -> Vec<FrameOut> {
+    stack_frames(t, sym, stack, false).0
+}
+
+/// As [`frames`], with the stack's owner (see `owner::owner`).
+pub fn owned_frames(
+    t: &Replayed,
+    sym: &mut Symbolizer,
+    stack: u32,
+) -> (Vec<FrameOut>, &'static str) {
+    let (frames, owner) = stack_frames(t, sym, stack, true);
+    let owner = owner.unwrap_or_else(|| super::owner::owner(&frames));
+    (frames, owner)
+}
+
+/// A stack's frames and, with `owned` while a report is built, its owner. While a report is built,
+/// each return address's frames and what marking and the owner read of them come from the memo (see
+/// [`with_frame_memo`]), and the list is sized once: a PyTorch job's report holds the frames of ten
+/// thousand sites of 150 frames each, and a list grown by doubling was half empty.
+fn stack_frames(
+    t: &Replayed,
+    sym: &mut Symbolizer,
+    stack: u32,
+    owned: bool,
+) -> (Vec<FrameOut>, Option<&'static str>) {
     let Some(addrs) = t.stacks.frames(stack) else {
-        return Vec::new();
+        return (Vec::new(), None);
     };
-    // Outside a memo an address's frames are built for each use: once, unsized, then.
-    let len = if MEMO.with(|m| m.borrow().is_some()) {
-        addrs
-            .clone()
-            .map(|a| with_address_frames(t, sym, a, <[FrameOut]>::len))
-            .sum()
-    } else {
-        0
-    };
-    let mut out = Vec::with_capacity(len);
-    for a in addrs {
-        with_address_frames(t, sym, a, |f| out.extend_from_slice(f));
-    }
-    super::frame_marks::mark(&mut out, &super::frame_marks::FrameContext::of(t));
-    out
+    MEMO.with(|m| match m.borrow_mut().as_mut() {
+        Some(memo) => memo.stack(t, sym, addrs, owned),
+        None => {
+            let mut out: Vec<FrameOut> = addrs
+                .flat_map(|a| build_address_frames(t, sym, a))
+                .collect();
+            super::frame_marks::mark(&mut out, &FrameContext::of(t));
+            (out, None)
+        }
+    })
 }
 
 thread_local! {
     /// Each return address's frames, built once while one process's report is built (see
     /// [`with_frame_memo`]); `None` outside one.
-    static MEMO: RefCell<Option<HashMap<u64, Vec<FrameOut>>>> = const { RefCell::new(None) };
+    static MEMO: RefCell<Option<Memo>> = const { RefCell::new(None) };
 }
 
 /// Runs `f` (the building of one process's report, on this thread) with each return address's
@@ -149,40 +167,106 @@ thread_local! {
 /// few thousand addresses in all of them, and formatting each again was most of its report. A
 /// large memo is freed on a thread of its own.
 pub fn with_frame_memo<T>(f: impl FnOnce() -> T) -> T {
-    struct Restore(Option<HashMap<u64, Vec<FrameOut>>>);
+    struct Restore(Option<Memo>);
     impl Drop for Restore {
         fn drop(&mut self) {
             let prev = self.0.take();
             match MEMO.with(|m| m.replace(prev)) {
                 // A thread costs more than a small memo's free.
-                Some(memo) if memo.len() > 4096 => super::free_later::free_later(memo),
+                Some(memo) if memo.index.len() > 4096 => super::free_later::free_later(memo),
                 _ => {}
             }
         }
     }
-    let _restore = Restore(MEMO.with(|m| m.replace(Some(HashMap::default()))));
+    let _restore = Restore(MEMO.with(|m| m.replace(Some(Memo::default()))));
     f()
 }
 
-/// The frames of one return address (several where calls were inlined), innermost first, before
-/// marking.
-pub fn address_frames(t: &Replayed, sym: &mut Symbolizer, addr: u64) -> Vec<FrameOut> {
-    with_address_frames(t, sym, addr, <[FrameOut]>::to_vec)
+/// The frames of one process's return addresses, each built once, with what marking and the
+/// owner read of each frame worked out once too (their names' tests were a tenth of a PyTorch
+/// job's report, stack after stack).
+#[derive(Default)]
+struct Memo {
+    /// Each address's place in `made`.
+    index: HashMap<u64, u32>,
+    made: Vec<AddressFrames>,
+    /// The process's (the memo is one process's).
+    cx: Option<FrameContext>,
 }
 
-/// `f` of the frames of `addr`, from the memo (built into it the first time) while a report is
-/// being built, else built for this call.
-fn with_address_frames<R>(
+struct AddressFrames {
+    /// Python frames with their short names.
+    frames: Vec<FrameOut>,
+    /// Each frame's, in the same order.
+    traits: Vec<(Traits, super::owner::Traits)>,
+}
+
+impl Memo {
+    /// The made frames of `addr`, made the first time.
+    fn address(&mut self, t: &Replayed, sym: &mut Symbolizer, addr: u64) -> &AddressFrames {
+        let Memo { index, made, cx } = self;
+        let cx = cx.get_or_insert_with(|| FrameContext::of(t));
+        let at = *index
+            .entry(addr)
+            .or_insert_with(|| make(t, sym, addr, cx, made));
+        &made[at as usize]
+    }
+
+    /// A stack's frames, marked, and with `owned` its owner.
+    fn stack(
+        &mut self,
+        t: &Replayed,
+        sym: &mut Symbolizer,
+        addrs: impl Iterator<Item = u64>,
+        owned: bool,
+    ) -> (Vec<FrameOut>, Option<&'static str>) {
+        let Memo { index, made, cx } = self;
+        let cx = cx.get_or_insert_with(|| FrameContext::of(t));
+        let places: Vec<u32> = addrs
+            .map(|a| *index.entry(a).or_insert_with(|| make(t, sym, a, cx, made)))
+            .collect();
+        let len = places.iter().map(|&p| made[p as usize].frames.len()).sum();
+        let mut out = Vec::with_capacity(len);
+        let mut traits = Vec::with_capacity(len);
+        for &p in &places {
+            let m = &made[p as usize];
+            out.extend_from_slice(&m.frames);
+            traits.extend_from_slice(&m.traits);
+        }
+        super::frame_marks::mark_by(&mut out, |i| traits[i].0, cx);
+        let owner = owned.then(|| super::owner::owner_by(&traits, |t| t.1));
+        (out, owner)
+    }
+}
+
+/// Builds `addr`'s frames into `made`, returning their place.
+fn make(
     t: &Replayed,
     sym: &mut Symbolizer,
     addr: u64,
-    f: impl FnOnce(&[FrameOut]) -> R,
-) -> R {
+    cx: &FrameContext,
+    made: &mut Vec<AddressFrames>,
+) -> u32 {
+    let mut frames = build_address_frames(t, sym, addr);
+    super::frame_marks::short_names(&mut frames, cx);
+    let traits = frames
+        .iter()
+        .map(|f| (super::frame_marks::traits(f), super::owner::traits(f)))
+        .collect();
+    made.push(AddressFrames { frames, traits });
+    (made.len() - 1) as u32
+}
+
+/// The frames of one return address (several where calls were inlined), innermost first, before
+/// marking, with Python frames' short names.
+pub fn address_frames(t: &Replayed, sym: &mut Symbolizer, addr: u64) -> Vec<FrameOut> {
     MEMO.with(|m| match m.borrow_mut().as_mut() {
-        Some(memo) => f(memo
-            .entry(addr)
-            .or_insert_with(|| build_address_frames(t, sym, addr))),
-        None => f(&build_address_frames(t, sym, addr)),
+        Some(memo) => memo.address(t, sym, addr).frames.clone(),
+        None => {
+            let mut frames = build_address_frames(t, sym, addr);
+            super::frame_marks::short_names(&mut frames, &FrameContext::of(t));
+            frames
+        }
     })
 }
 
