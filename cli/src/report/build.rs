@@ -53,31 +53,80 @@ pub fn report_of(traces: &[&Replayed], ceilings: &[Ceilings], flame: bool) -> Re
 }
 
 fn process(t: &Replayed, ceilings: &[Ceilings], flame: bool) -> Process {
-    if !flame {
-        return sections(t, ceilings, FlameSection::default);
-    }
     // The flame graphs name every stack ever allocated from, a third of a PyTorch job's JSON
-    // report, and need nothing of the other sections: they are built on a thread of their own
-    // meanwhile, with their own symbolizer (the names are the same). They keep what they need of
-    // each return address's frames themselves, so that thread has no memo of frames.
-    let graphs = || flame_graphs(t);
+    // report, and the heap's sites at its peak replay every site's high-water history; neither
+    // needs anything of the other sections. Each is built on a thread of its own meanwhile, with
+    // its own symbolizer (the names are the same). The flame graphs keep what they need of each
+    // return address's frames themselves, so their thread has no memo of frames. Where a thread
+    // cannot start, its part is built in place.
     std::thread::scope(|s| {
-        let spawned = std::thread::Builder::new()
-            .name("memshim-flame".into())
-            .spawn_scoped(s, graphs);
-        sections(t, ceilings, || match spawned {
-            Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-            Err(_) => flame_graphs(t),
-        })
+        let graphs = flame.then(|| beside(s, "memshim-flame", || flame_graphs(t)));
+        // A third thread where two cores are all there is would take its time from the flame
+        // graphs' thread, the longest part.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let peak = (!flame || cores > 2)
+            .then(|| {
+                beside(s, "memshim-peak", || {
+                    let mut sym = Symbolizer::default();
+                    let sites = super::sites::with_frame_memo(|| peak_sites(t, &mut sym));
+                    (sites, sym.problems())
+                })
+            })
+            .flatten();
+        let graphs = || match graphs {
+            None => FlameSection::default(),
+            Some(Some(h)) => joined(h),
+            Some(None) => flame_graphs(t),
+        };
+        let peak = |sym: &mut Symbolizer| match peak {
+            Some(h) => joined(h),
+            None => (peak_sites(t, sym), Vec::new()),
+        };
+        sections(t, ceilings, graphs, peak)
     })
+}
+
+/// `f` on a scoped thread named `name`, or `None` if no thread could start.
+fn beside<'scope, T: Send + 'scope>(
+    s: &'scope std::thread::Scope<'scope, '_>,
+    name: &str,
+    f: impl FnOnce() -> T + Send + 'scope,
+) -> Option<std::thread::ScopedJoinHandle<'scope, T>> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn_scoped(s, f)
+        .ok()
+}
+
+/// What a thread of [`beside`] returned; its panic goes on here.
+fn joined<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
 fn flame_graphs(t: &Replayed) -> FlameSection {
     super::flame::section(t, &mut Symbolizer::default())
 }
 
-/// The process's report, its flame graphs from `flame` (called once the other sections are built).
-fn sections(t: &Replayed, ceilings: &[Ceilings], flame: impl FnOnce() -> FlameSection) -> Process {
+/// The heap's largest sites at its peak, grouped by Python location.
+fn peak_sites(t: &Replayed, sym: &mut Symbolizer) -> Vec<super::model::Site> {
+    let peak = t.heap.peak_sites();
+    let groups = super::sites::weighted_groups(t, &peak);
+    let peak = crate::analysis::python_sites::regroup(&peak, &groups);
+    let mut sites = super::sites::ranked_sites(t, sym, &peak, PEAK_SITES);
+    // What a sampled site stood for at the peak is not kept: the figures are its own.
+    sites.iter_mut().for_each(|s| s.estimated = None);
+    sites
+}
+
+/// The process's report: its flame graphs from `flame` and the heap's sites at its peak from
+/// `peak`, with the notes of the symbolizer that named them (each called once, after the other
+/// sections that need no result of theirs).
+fn sections(
+    t: &Replayed,
+    ceilings: &[Ceilings],
+    flame: impl FnOnce() -> FlameSection,
+    peak: impl FnOnce(&mut Symbolizer) -> (Vec<super::model::Site>, Vec<String>),
+) -> Process {
     let mut sym = Symbolizer::default();
     let ns_to_s = |ns: u64| ns.saturating_sub(t.header.clock_start_ns) as f64 / 1e9;
     let host_sites = super::sites::by_location(t, t.heap.sites());
@@ -94,6 +143,7 @@ fn sections(t: &Replayed, ceilings: &[Ceilings], flame: impl FnOnce() -> FlameSe
     } else {
         0.0
     };
+    let (peak_sites, peak_problems) = peak(&mut sym);
     let mut heap = HeapSummary {
         totals_from: super::counted::FROM_EVENTS,
         totals_note: None,
@@ -106,15 +156,7 @@ fn sections(t: &Replayed, ceilings: &[Ceilings], flame: impl FnOnce() -> FlameSe
         live_count: t.heap.live_count(),
         temporary_allocations: t.heap.temporary,
         unknown_frees: t.heap.unknown_frees,
-        peak_sites: {
-            let peak = t.heap.peak_sites();
-            let groups = super::sites::weighted_groups(t, &peak);
-            let peak = crate::analysis::python_sites::regroup(&peak, &groups);
-            let mut sites = super::sites::ranked_sites(t, &mut sym, &peak, PEAK_SITES);
-            // What a sampled site stood for at the peak is not kept: the figures are its own.
-            sites.iter_mut().for_each(|s| s.estimated = None);
-            sites
-        },
+        peak_sites,
         peak_sites_bytes: t.heap.peak_bytes,
         peak_sites_time_s: peak_time_s,
     };
@@ -162,7 +204,12 @@ fn sections(t: &Replayed, ceilings: &[Ceilings], flame: impl FnOnce() -> FlameSe
             ),
         );
     }
-    notes.extend(sym.problems());
+    // The same module's problem may be met by both symbolizers.
+    let mut problems = sym.problems();
+    problems.extend(peak_problems);
+    problems.sort();
+    problems.dedup();
+    notes.extend(problems);
     let mut p = Process {
         pid: t.header.pid,
         ppid: t.header.ppid,
