@@ -57,14 +57,19 @@ impl AddedBy {
 /// addresses), read from disk once for all of them.
 pub fn append(path: &Path, by: AddedBy, disk: &mut DiskCache) -> Result<Appended> {
     let t = replay::replay_with(path, replay::Detail::Symbols)?;
+    if t.still_writing {
+        // Its process is still writing it (a daemon that outlived the command): frames added
+        // now would interleave with the ones it has yet to write, and tear the trace. The report
+        // names its frames from the files on disk instead.
+        return Ok(Appended {
+            named: 0,
+            recorded_nothing: false,
+        });
+    }
     let mut size = std::fs::metadata(path)
         .with_context(|| format!("cannot read {}", path.display()))?
         .len();
-    if t.unwritten_tail
-        && t.corrupt.is_none()
-        && !t.still_writing
-        && trim_unwritten(path, t.complete_bytes)?
-    {
+    if t.unwritten_tail && t.corrupt.is_none() && trim_unwritten(path, t.complete_bytes)? {
         size = t.complete_bytes;
     }
     let done = |named| Appended {
